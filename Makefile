@@ -1,0 +1,28 @@
+# streamwm — PGXS build.  `make && make install`, then `test/run_tests.sh`.
+
+MODULE_big = streamwm
+OBJS = \
+	src/streamwm.o \
+	src/catalog.o \
+	src/ingest.o \
+	src/window.o \
+	src/query.o \
+	src/watermark.o \
+	src/process.o
+
+EXTENSION = streamwm
+DATA = sql/streamwm--0.1.sql
+PGFILEDESC = "streamwm - event-time stream processing"
+
+REGRESS = ydb_example
+REGRESS_OPTS = --inputdir=. --outputdir=test/results
+ISOLATION =
+ISOLATION_OPTS = --inputdir=test --outputdir=test/results
+TAP_TESTS = 1
+
+PG_CFLAGS = -Wall -Wmissing-prototypes -Wpointer-arith -Werror=vla -Wendif-labels \
+	-Wmissing-format-attribute -Wformat-security
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

@@ -1,0 +1,118 @@
+/*-------------------------------------------------------------------------
+ * catalog.c
+ *	  Owns access to streamwm's catalog tables (streamwm.stream_def,
+ *	  partition_state, query_def, late_event_log; defined in
+ *	  sql/streamwm--0.1.sql) and the SPI helpers the other files share.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+
+/*
+ * Run one SPI statement and check its result code; errors are internal
+ * (the statements are ours), user errors come from PostgreSQL itself.
+ */
+void
+sw_spi_exec(const char *sql, int nargs, Oid *types, Datum *values,
+			const char *nulls, int expected)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls,
+										   false, 0);
+
+	if (rc != expected)
+		elog(ERROR, "streamwm: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
+}
+
+/* A column of the last SPI result (1-based column, 0-based row). */
+Datum
+sw_spi_getdatum(int row, int col, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
+}
+
+/*
+ * The number of partitions of a stream; a clear error if relid is not one.
+ * Connects to SPI on its own, so it can be called from anywhere.
+ */
+int
+sw_stream_partitions(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		isnull;
+	int			n = 0;
+	bool		found;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	sw_spi_exec("SELECT partitions FROM streamwm.stream_def WHERE stream = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	found = SPI_processed == 1;
+	if (found)
+		n = DatumGetInt32(sw_spi_getdatum(0, 1, &isnull));
+	SPI_finish();
+	if (!found)
+	{
+		char	   *name = get_rel_name(relid);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 name ? errmsg("\"%s\" is not a stream", name)
+				 : errmsg("stream with OID %u does not exist", relid),
+				 errhint("Create it with streamwm.create_stream().")));
+	}
+	return n;
+}
+
+/* The schema-qualified, quoted name of a relation. */
+char *
+sw_relation_name(Oid relid)
+{
+	char	   *rel = get_rel_name(relid);
+
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), rel);
+}
+
+Datum
+sw_int8_array(const int64 *values, int n)
+{
+	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		d[i] = Int64GetDatum(values[i]);
+	return PointerGetDatum(construct_array(d, n, INT8OID, 8, FLOAT8PASSBYVAL,
+										   TYPALIGN_DOUBLE));
+}
+
+Datum
+sw_int4_array(const int32 *values, int n)
+{
+	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		d[i] = Int32GetDatum(values[i]);
+	return PointerGetDatum(construct_array(d, n, INT4OID, 4, true, TYPALIGN_INT));
+}
+
+Datum
+sw_timestamptz_array(const TimestampTz *values, int n)
+{
+	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		d[i] = TimestampTzGetDatum(values[i]);
+	return PointerGetDatum(construct_array(d, n, TIMESTAMPTZOID, 8,
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}

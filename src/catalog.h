@@ -1,0 +1,23 @@
+/*-------------------------------------------------------------------------
+ * catalog.h
+ *	  Access to streamwm's catalog tables and small SPI helpers.
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAMWM_CATALOG_H
+#define STREAMWM_CATALOG_H
+
+#include "executor/spi.h"
+
+/* GUCs (streamwm.c) */
+extern int	sw_batch_size;
+
+extern int	sw_stream_partitions(Oid relid);
+extern char *sw_relation_name(Oid relid);
+extern void sw_spi_exec(const char *sql, int nargs, Oid *types, Datum *values,
+						const char *nulls, int expected);
+extern Datum sw_spi_getdatum(int row, int col, bool *isnull);
+extern Datum sw_int8_array(const int64 *values, int n);
+extern Datum sw_int4_array(const int32 *values, int n);
+extern Datum sw_timestamptz_array(const TimestampTz *values, int n);
+
+#endif							/* STREAMWM_CATALOG_H */

@@ -1,0 +1,947 @@
+/*-------------------------------------------------------------------------
+ * ingest.c
+ *	  Owns the way rows enter a stream table (SPEC section 3).
+ *
+ * Every path in (INSERT, COPY, streamwm.ingest(), streamwm.ingest_lines())
+ * goes through the BEFORE INSERT row trigger streamwm._stream_insert(),
+ * which fills the system columns:
+ *
+ *	 sw_partition	the explicit one; else the hash of partition_key; else a
+ *					partition picked once per session (sticky);
+ *	 sw_offset		from the stream's sequence, taken while holding the
+ *					partition's append lock (below);
+ *	 sw_write_time	the explicit one, else the clock;
+ *	 sw_arrival		always the clock: when the row was really written; idle
+ *					detection is judged on it, never on sw_write_time;
+ *	 sw_event_time	the event_time expression evaluated on the row, else
+ *					sw_write_time.
+ *
+ * Offsets and concurrency.  Writers to one partition are serialised, as a
+ * Kafka partition leader appends: before taking an offset the trigger takes
+ * a transaction-scoped lock on (stream, partition), held until commit or
+ * abort.  So the offsets of a partition are handed out in commit order, and
+ * when processing sees the row with offset o committed, every row of that
+ * partition with a smaller offset is committed (and visible in the same
+ * snapshot, since ProcArrayEndTransaction runs before locks are released)
+ * or rolled back.  Reading each partition strictly after its last processed
+ * offset can therefore neither skip nor repeat a committed row, however long
+ * the writing transaction stayed open.  Offsets come from one sequence per
+ * stream, so they are also a global arrival order across partitions; inside
+ * a partition they increase but are not dense.  Sessions pick different
+ * sticky partitions, so concurrent writers rarely wait on each other.
+ *
+ * The parsed event_time and partition_key expressions are cached per backend
+ * and per stream, and dropped on relcache invalidation of the stream table.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/dependency.h"
+#include "catalog/pg_type.h"
+#include "commands/sequence.h"
+#include "commands/trigger.h"
+#include "common/hashfn.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_collate.h"
+#include "parser/parse_expr.h"
+#include "parser/parse_relation.h"
+#include "parser/parser.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+#include "utils/typcache.h"
+
+#include "catalog.h"
+#include "ingest.h"
+
+PG_FUNCTION_INFO_V1(streamwm_stream_insert);
+PG_FUNCTION_INFO_V1(streamwm_check_expression);
+PG_FUNCTION_INFO_V1(streamwm_ingest);
+PG_FUNCTION_INFO_V1(streamwm_ingest_lines);
+
+/* field4 of the advisory lock tag that guards appends to one partition */
+#define SW_APPEND_LOCK_CLASS 0x7377
+
+/* What the trigger needs to know about one stream, cached per backend. */
+typedef struct IngestCacheEntry
+{
+	Oid			relid;			/* hash key */
+	bool		valid;
+	MemoryContext cxt;
+	int			npartitions;
+	int			sticky_partition;
+	Oid			seqoid;
+	AttrNumber	att_partition;
+	AttrNumber	att_offset;
+	AttrNumber	att_write_time;
+	AttrNumber	att_event_time;
+	AttrNumber	att_arrival;
+	ExprState  *event_expr;		/* NULL: event time is the write time */
+	ExprState  *key_expr;		/* NULL: no partition_key */
+	FmgrInfo	key_hash;
+	Oid			key_collation;
+	ExprContext *econtext;
+	TupleTableSlot *slot;
+} IngestCacheEntry;
+
+static HTAB *ingest_cache = NULL;
+
+static void
+ingest_cache_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	IngestCacheEntry *entry;
+
+	if (ingest_cache == NULL)
+		return;
+	hash_seq_init(&status, ingest_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		if (relid == InvalidOid || entry->relid == relid)
+			entry->valid = false;
+	}
+}
+
+/*
+ * Parse, analyze and plan an SQL expression over the columns of rel.
+ * With want_timestamptz the result is coerced to timestamptz.  Errors are
+ * the parser's own (unknown column, wrong type, ...), raised when the
+ * stream is created.
+ */
+Expr *
+sw_row_expression(Relation rel, const char *exprtext, bool want_timestamptz)
+{
+	List	   *raw;
+	SelectStmt *stmt;
+	ResTarget  *rt;
+	ParseState *pstate;
+	ParseNamespaceItem *nsitem;
+	Node	   *expr;
+	char	   *sql = psprintf("SELECT %s", exprtext);
+
+	raw = raw_parser(sql, RAW_PARSE_DEFAULT);
+	if (list_length(raw) != 1 ||
+		!IsA(((RawStmt *) linitial(raw))->stmt, SelectStmt))
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("invalid expression: %s", exprtext)));
+	stmt = (SelectStmt *) ((RawStmt *) linitial(raw))->stmt;
+	if (list_length(stmt->targetList) != 1 || stmt->fromClause != NIL ||
+		stmt->whereClause != NULL || stmt->groupClause != NIL ||
+		stmt->sortClause != NIL || stmt->limitCount != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("invalid expression: %s", exprtext),
+				 errdetail("Give a single expression over the stream's columns.")));
+	rt = linitial_node(ResTarget, stmt->targetList);
+
+	pstate = make_parsestate(NULL);
+	pstate->p_sourcetext = sql;
+	nsitem = addRangeTableEntryForRelation(pstate, rel, AccessShareLock,
+										   NULL, false, true);
+	addNSItemToQuery(pstate, nsitem, true, true, true);
+	expr = transformExpr(pstate, rt->val, EXPR_KIND_GENERATED_COLUMN);
+	if (want_timestamptz)
+	{
+		Oid			type = exprType(expr);
+		Node	   *coerced;
+
+		coerced = coerce_to_target_type(pstate, expr, type,
+										TIMESTAMPTZOID, -1,
+										COERCION_ASSIGNMENT,
+										COERCE_IMPLICIT_CAST, -1);
+		if (coerced == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("event_time expression must return timestamptz, not %s",
+							format_type_be(type)),
+					 errhint("Convert it, for example with to_timestamp().")));
+		expr = coerced;
+	}
+	assign_expr_collations(pstate, expr);
+	free_parsestate(pstate);
+	return expression_planner((Expr *) expr);
+}
+
+/*
+ * streamwm._check_expression(rel regclass, expr text, want_timestamptz bool)
+ * RETURNS regtype: validates an event_time or partition_key expression.
+ */
+Datum
+streamwm_check_expression(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	char	   *exprtext = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	bool		want_tstz = PG_GETARG_BOOL(2);
+	Relation	rel = table_open(relid, AccessShareLock);
+	Expr	   *expr = sw_row_expression(rel, exprtext, want_tstz);
+	Oid			type = exprType((Node *) expr);
+
+	if (!want_tstz)
+	{
+		TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC);
+
+		if (!OidIsValid(tc->hash_extended_proc))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("partition_key of type %s cannot be hashed",
+							format_type_be(type))));
+	}
+	table_close(rel, AccessShareLock);
+	PG_RETURN_OID(type);
+}
+
+static AttrNumber
+required_attnum(Relation rel, const char *name)
+{
+	AttrNumber	attno = attnameAttNum(rel, name, false);
+
+	if (attno == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("stream table %s has no column \"%s\"",
+						RelationGetRelationName(rel), name)));
+	return attno;
+}
+
+/* Build (or find) the cached ingest state of a stream table. */
+static IngestCacheEntry *
+ingest_state(Relation rel, Trigger *trigger)
+{
+	Oid			relid = RelationGetRelid(rel);
+	IngestCacheEntry *entry;
+	bool		found;
+	MemoryContext old;
+	List	   *seqs;
+
+	if (ingest_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(IngestCacheEntry);
+		ingest_cache = hash_create("streamwm ingest cache", 16, &ctl,
+								   HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(ingest_cache_invalidate, (Datum) 0);
+	}
+	entry = hash_search(ingest_cache, &relid, HASH_ENTER, &found);
+	if (found && entry->valid)
+		return entry;
+	if (found && entry->cxt)
+		MemoryContextDelete(entry->cxt);
+	entry->valid = false;
+	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "streamwm ingest",
+									   ALLOCSET_SMALL_SIZES);
+
+	if (trigger->tgnargs != 3)
+		elog(ERROR, "streamwm._stream_insert() needs 3 trigger arguments");
+	entry->npartitions = pg_strtoint32(trigger->tgargs[0]);
+	if (entry->npartitions < 1)
+		elog(ERROR, "invalid partition count in trigger on %s",
+			 RelationGetRelationName(rel));
+	entry->sticky_partition = (int) (hash_combine(murmurhash32((uint32) MyProcPid),
+												  murmurhash32(relid)) %
+									 (uint32) entry->npartitions);
+
+	seqs = getOwnedSequences(relid);
+	if (list_length(seqs) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stream table %s has no offset sequence",
+						RelationGetRelationName(rel))));
+	entry->seqoid = linitial_oid(seqs);
+
+	entry->att_partition = required_attnum(rel, "sw_partition");
+	entry->att_offset = required_attnum(rel, "sw_offset");
+	entry->att_write_time = required_attnum(rel, "sw_write_time");
+	entry->att_event_time = required_attnum(rel, "sw_event_time");
+	entry->att_arrival = required_attnum(rel, "sw_arrival");
+
+	old = MemoryContextSwitchTo(entry->cxt);
+	entry->event_expr = NULL;
+	entry->key_expr = NULL;
+	if (trigger->tgargs[1][0] != '\0')
+		entry->event_expr = ExecInitExpr(sw_row_expression(rel, trigger->tgargs[1], true),
+										 NULL);
+	if (trigger->tgargs[2][0] != '\0')
+	{
+		Expr	   *key = sw_row_expression(rel, trigger->tgargs[2], false);
+		TypeCacheEntry *tc = lookup_type_cache(exprType((Node *) key),
+											   TYPECACHE_HASH_EXTENDED_PROC_FINFO);
+
+		if (!OidIsValid(tc->hash_extended_proc))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("partition_key of type %s cannot be hashed",
+							format_type_be(exprType((Node *) key)))));
+		fmgr_info_cxt(tc->hash_extended_proc, &entry->key_hash, entry->cxt);
+		entry->key_collation = exprCollation((Node *) key);
+		entry->key_expr = ExecInitExpr(key, NULL);
+	}
+	entry->econtext = CreateStandaloneExprContext();
+	entry->slot = MakeSingleTupleTableSlot(CreateTupleDescCopy(RelationGetDescr(rel)),
+										   &TTSOpsHeapTuple);
+	MemoryContextSwitchTo(old);
+	entry->valid = true;
+	return entry;
+}
+
+/* Evaluate a cached expression on a row; the result lives until the next row. */
+static Datum
+eval_on_row(IngestCacheEntry *st, ExprState *expr, HeapTuple tuple, bool *isnull)
+{
+	ResetExprContext(st->econtext);
+	ExecStoreHeapTuple(tuple, st->slot, false);
+	st->econtext->ecxt_scantuple = st->slot;
+	return ExecEvalExprSwitchContext(expr, st->econtext, isnull);
+}
+
+/*
+ * The BEFORE INSERT row trigger of every stream table.
+ */
+Datum
+streamwm_stream_insert(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Relation	rel;
+	HeapTuple	tuple;
+	IngestCacheEntry *st;
+	TupleDesc	tupdesc;
+	int			natts;
+	Datum	   *values;
+	bool	   *nulls;
+	bool	   *replace;
+	bool		isnull;
+	Datum		d;
+	int			partition;
+	TimestampTz clock;
+	TimestampTz write_time;
+	LOCKTAG		tag;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		elog(ERROR, "streamwm._stream_insert() must be a BEFORE INSERT row trigger");
+
+	rel = trigdata->tg_relation;
+	tuple = trigdata->tg_trigtuple;
+	tupdesc = RelationGetDescr(rel);
+	st = ingest_state(rel, trigdata->tg_trigger);
+
+	natts = tupdesc->natts;
+	values = palloc0(natts * sizeof(Datum));
+	nulls = palloc0(natts * sizeof(bool));
+	replace = palloc0(natts * sizeof(bool));
+
+	/* A user never sets sw_offset. */
+	(void) heap_getattr(tuple, st->att_offset, tupdesc, &isnull);
+	if (!isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_GENERATED_ALWAYS),
+				 errmsg("cannot insert a value into column \"sw_offset\" of stream %s",
+						RelationGetRelationName(rel)),
+				 errdetail("Offsets are assigned by streamwm.")));
+
+	clock = GetCurrentTimestamp();
+	d = heap_getattr(tuple, st->att_write_time, tupdesc, &isnull);
+	write_time = isnull ? clock : DatumGetTimestampTz(d);
+	if (TIMESTAMP_NOT_FINITE(write_time))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("sw_write_time must be finite")));
+	values[st->att_write_time - 1] = TimestampTzGetDatum(write_time);
+	replace[st->att_write_time - 1] = true;
+	values[st->att_arrival - 1] = TimestampTzGetDatum(clock);
+	replace[st->att_arrival - 1] = true;
+
+	d = heap_getattr(tuple, st->att_partition, tupdesc, &isnull);
+	if (!isnull)
+	{
+		partition = DatumGetInt32(d);
+		if (partition < 0 || partition >= st->npartitions)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partition %d is out of range for stream %s",
+							partition, RelationGetRelationName(rel)),
+					 errdetail("The stream has %d partition%s, numbered 0 to %d.",
+							   st->npartitions, st->npartitions == 1 ? "" : "s",
+							   st->npartitions - 1)));
+	}
+	else if (st->key_expr != NULL)
+	{
+		HeapTuple	filled;
+
+		filled = heap_modify_tuple(tuple, tupdesc, values, nulls, replace);
+		d = eval_on_row(st, st->key_expr, filled, &isnull);
+		if (isnull)
+			partition = 0;
+		else
+			partition = (int) (DatumGetUInt64(FunctionCall2Coll(&st->key_hash,
+																st->key_collation,
+																d, UInt64GetDatum(0))) %
+							   (uint64) st->npartitions);
+		heap_freetuple(filled);
+	}
+	else
+		partition = st->sticky_partition;
+	values[st->att_partition - 1] = Int32GetDatum(partition);
+	replace[st->att_partition - 1] = true;
+
+	/* Serialise appends to this partition until we commit; see above. */
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, RelationGetRelid(rel),
+						 (uint32) partition, SW_APPEND_LOCK_CLASS);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	values[st->att_offset - 1] = Int64GetDatum(nextval_internal(st->seqoid, false));
+	replace[st->att_offset - 1] = true;
+
+	if (st->event_expr != NULL)
+	{
+		HeapTuple	filled = heap_modify_tuple(tuple, tupdesc, values, nulls, replace);
+
+		d = eval_on_row(st, st->event_expr, filled, &isnull);
+		if (isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_NOT_NULL_VIOLATION),
+					 errmsg("event time of a row of stream %s is NULL",
+							RelationGetRelationName(rel)),
+					 errdetail("The event_time expression returned NULL.")));
+		if (TIMESTAMP_NOT_FINITE(DatumGetTimestampTz(d)))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+					 errmsg("event time of a row of stream %s is not finite",
+							RelationGetRelationName(rel))));
+		values[st->att_event_time - 1] = d;
+		heap_freetuple(filled);
+	}
+	else
+		values[st->att_event_time - 1] = TimestampTzGetDatum(write_time);
+	replace[st->att_event_time - 1] = true;
+
+	return PointerGetDatum(heap_modify_tuple(tuple, tupdesc, values, nulls, replace));
+}
+
+/* ---------------------------------------------------------------------
+ * streamwm.ingest() and streamwm.ingest_lines()
+ * ---------------------------------------------------------------------
+ */
+
+/* One INSERT statement shape: the set of columns a JSON object gives. */
+typedef struct InsertShape
+{
+	Bitmapset  *columns;		/* attnums given, plus the system ones */
+	SPIPlanPtr	plan;
+	int		   *attnums;		/* parameter i is column attnums[i] */
+	int			nparams;
+} InsertShape;
+
+typedef struct IngestCall
+{
+	Relation	rel;
+	const char *unit;			/* "row" or "line" */
+	int			rowno;
+	const char *column;			/* column being converted, for errors */
+	bool		have_partition;
+	int32		partition;
+	bool		have_write_time;
+	TimestampTz write_time;
+	List	   *shapes;
+	Datum	   *values;			/* by attnum - 1 */
+	bool	   *given;
+	bool	   *isnull;
+	int64		stored;
+} IngestCall;
+
+static void
+ingest_error_context(void *arg)
+{
+	IngestCall *call = (IngestCall *) arg;
+
+	if (call->rowno > 0)
+		errcontext("streamwm ingest into %s, %s %d",
+				   RelationGetRelationName(call->rel), call->unit, call->rowno);
+}
+
+/* A JSON array as the text of a PostgreSQL array literal. */
+static void
+json_array_literal(StringInfo buf, JsonbContainer *container)
+{
+	JsonbIterator *it = JsonbIteratorInit(container);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	bool		first = true;
+
+	appendStringInfoChar(buf, '{');
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok != WJB_ELEM)
+			continue;
+		if (!first)
+			appendStringInfoChar(buf, ',');
+		first = false;
+		switch (v.type)
+		{
+			case jbvNull:
+				appendStringInfoString(buf, "NULL");
+				break;
+			case jbvString:
+				appendStringInfoChar(buf, '"');
+				for (int i = 0; i < v.val.string.len; i++)
+				{
+					char		c = v.val.string.val[i];
+
+					if (c == '"' || c == '\\')
+						appendStringInfoChar(buf, '\\');
+					appendStringInfoChar(buf, c);
+				}
+				appendStringInfoChar(buf, '"');
+				break;
+			case jbvNumeric:
+				appendStringInfoString(buf,
+									   DatumGetCString(DirectFunctionCall1(numeric_out,
+																		   NumericGetDatum(v.val.numeric))));
+				break;
+			case jbvBool:
+				appendStringInfoString(buf, v.val.boolean ? "true" : "false");
+				break;
+			case jbvBinary:
+				if (JsonContainerIsArray(v.val.binary.data))
+				{
+					json_array_literal(buf, v.val.binary.data);
+					break;
+				}
+				/* FALLTHROUGH */
+			default:
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+						 errmsg("a JSON object cannot be an array element here")));
+		}
+	}
+	appendStringInfoChar(buf, '}');
+}
+
+/* Convert one JSON value to a Datum of the column's type. */
+static Datum
+json_to_datum(JsonbValue *v, Form_pg_attribute att, bool *isnull)
+{
+	Oid			typinput;
+	Oid			typioparam;
+	char	   *str;
+
+	*isnull = false;
+	if (v->type == jbvNull)
+	{
+		*isnull = true;
+		return (Datum) 0;
+	}
+	if (att->atttypid == JSONBOID)
+		return JsonbPGetDatum(JsonbValueToJsonb(v));
+	if (att->atttypid == JSONOID)
+		str = JsonbToCString(NULL, &JsonbValueToJsonb(v)->root, -1);
+	else
+	{
+		switch (v->type)
+		{
+			case jbvString:
+				str = pnstrdup(v->val.string.val, v->val.string.len);
+				break;
+			case jbvNumeric:
+				str = DatumGetCString(DirectFunctionCall1(numeric_out,
+														   NumericGetDatum(v->val.numeric)));
+				break;
+			case jbvBool:
+				str = v->val.boolean ? "true" : "false";
+				break;
+			case jbvBinary:
+				if (JsonContainerIsArray(v->val.binary.data) &&
+					OidIsValid(get_element_type(att->atttypid)))
+				{
+					StringInfoData buf;
+
+					initStringInfo(&buf);
+					json_array_literal(&buf, v->val.binary.data);
+					str = buf.data;
+					break;
+				}
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("a JSON %s cannot be stored in a column of type %s",
+								JsonContainerIsArray(v->val.binary.data) ? "array" : "object",
+								format_type_be(att->atttypid))));
+				break;
+			default:
+				elog(ERROR, "unexpected JSON value type %d", (int) v->type);
+		}
+	}
+	getTypeInputInfo(att->atttypid, &typinput, &typioparam);
+	return OidInputFunctionCall(typinput, str, typioparam, att->atttypmod);
+}
+
+/*
+ * Convert with errors naming the row and the column: the caller's error
+ * context names the row, and the message itself is prefixed with both so
+ * that the first line of the error already says where.
+ */
+static Datum
+json_to_datum_reported(IngestCall *call, JsonbValue *v, Form_pg_attribute att,
+					   bool *isnull)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Datum		result = (Datum) 0;
+
+	PG_TRY();
+	{
+		result = json_to_datum(v, att, isnull);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(edata->sqlerrcode),
+				 errmsg("%s %d, column \"%s\": %s", call->unit, call->rowno,
+						NameStr(att->attname), edata->message),
+				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+				 edata->hint ? errhint("%s", edata->hint) : 0));
+	}
+	PG_END_TRY();
+	return result;
+}
+
+static InsertShape *
+insert_shape(IngestCall *call, Bitmapset *columns)
+{
+	ListCell   *lc;
+	InsertShape *shape;
+	StringInfoData sql;
+	Oid		   *types;
+	int			attno = -1;
+	int			i = 0;
+	TupleDesc	tupdesc = RelationGetDescr(call->rel);
+
+	foreach(lc, call->shapes)
+	{
+		shape = lfirst(lc);
+		if (bms_equal(shape->columns, columns))
+			return shape;
+	}
+
+	shape = palloc0(sizeof(InsertShape));
+	shape->columns = bms_copy(columns);
+	shape->nparams = bms_num_members(columns);
+	shape->attnums = palloc(shape->nparams * sizeof(int));
+	types = palloc(shape->nparams * sizeof(Oid));
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s (",
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(call->rel)),
+												RelationGetRelationName(call->rel)));
+	while ((attno = bms_next_member(columns, attno)) >= 0)
+	{
+		Form_pg_attribute att = TupleDescAttr(tupdesc, attno - 1);
+
+		appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "",
+						 quote_identifier(NameStr(att->attname)));
+		shape->attnums[i] = attno;
+		types[i] = att->atttypid;
+		i++;
+	}
+	appendStringInfoString(&sql, ") VALUES (");
+	for (i = 0; i < shape->nparams; i++)
+		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
+	appendStringInfoChar(&sql, ')');
+
+	shape->plan = SPI_prepare(sql.data, shape->nparams, types);
+	if (shape->plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql.data,
+			 SPI_result_code_string(SPI_result));
+	call->shapes = lappend(call->shapes, shape);
+	return shape;
+}
+
+/* Store one JSON object as one row of the stream. */
+static void
+ingest_object(IngestCall *call, JsonbContainer *obj)
+{
+	TupleDesc	tupdesc = RelationGetDescr(call->rel);
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	Bitmapset  *columns = NULL;
+	InsertShape *shape;
+	Datum	   *params;
+	char	   *nulls;
+	AttrNumber	att_partition = attnameAttNum(call->rel, "sw_partition", false);
+	AttrNumber	att_write_time = attnameAttNum(call->rel, "sw_write_time", false);
+	int			rc;
+
+	if (!JsonContainerIsObject(obj))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s %d is not a JSON object", call->unit, call->rowno)));
+
+	it = JsonbIteratorInit(obj);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		char	   *key;
+		AttrNumber	attno;
+		Form_pg_attribute att;
+
+		if (tok != WJB_KEY)
+			continue;
+		key = pnstrdup(v.val.string.val, v.val.string.len);
+		attno = attnameAttNum(call->rel, key, false);
+		if (attno <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("%s %d: \"%s\" is not a column of stream %s",
+							call->unit, call->rowno, key,
+							RelationGetRelationName(call->rel))));
+		att = TupleDescAttr(tupdesc, attno - 1);
+		if (strcmp(key, "sw_offset") == 0 || strcmp(key, "sw_event_time") == 0 ||
+			strcmp(key, "sw_arrival") == 0 || att->attgenerated)
+			ereport(ERROR,
+					(errcode(ERRCODE_GENERATED_ALWAYS),
+					 errmsg("%s %d: column \"%s\" of stream %s is assigned by streamwm",
+							call->unit, call->rowno, key,
+							RelationGetRelationName(call->rel))));
+		if ((attno == att_partition && call->have_partition) ||
+			(attno == att_write_time && call->have_write_time))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s %d: \"%s\" is given both as an argument and in the row",
+							call->unit, call->rowno, key)));
+
+		tok = JsonbIteratorNext(&it, &v, true);
+		Assert(tok == WJB_VALUE);
+		call->values[attno - 1] = json_to_datum_reported(call, &v, att,
+														 &call->isnull[attno - 1]);
+		columns = bms_add_member(columns, attno);
+	}
+	if (call->have_partition)
+	{
+		columns = bms_add_member(columns, att_partition);
+		call->values[att_partition - 1] = Int32GetDatum(call->partition);
+		call->isnull[att_partition - 1] = false;
+	}
+	if (call->have_write_time)
+	{
+		columns = bms_add_member(columns, att_write_time);
+		call->values[att_write_time - 1] = TimestampTzGetDatum(call->write_time);
+		call->isnull[att_write_time - 1] = false;
+	}
+
+	if (columns == NULL)
+	{
+		/* {} stores a row of defaults */
+		columns = bms_add_member(columns, att_partition);
+		call->values[att_partition - 1] = (Datum) 0;
+		call->isnull[att_partition - 1] = true;
+	}
+	shape = insert_shape(call, columns);
+	params = palloc(shape->nparams * sizeof(Datum));
+	nulls = palloc(shape->nparams * sizeof(char));
+	for (int i = 0; i < shape->nparams; i++)
+	{
+		params[i] = call->values[shape->attnums[i] - 1];
+		nulls[i] = call->isnull[shape->attnums[i] - 1] ? 'n' : ' ';
+	}
+	rc = SPI_execute_plan(shape->plan, params, nulls, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "streamwm ingest: INSERT failed: %s", SPI_result_code_string(rc));
+	call->stored += SPI_processed;
+	bms_free(columns);
+}
+
+/* Common start of ingest() and ingest_lines(): argument checks. */
+static void
+ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, const char *unit)
+{
+	Oid			relid;
+	int			npartitions;
+
+	memset(call, 0, sizeof(IngestCall));
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("stream must not be NULL")));
+	relid = PG_GETARG_OID(0);
+	npartitions = sw_stream_partitions(relid);	/* errors for a non-stream */
+	call->rel = table_open(relid, RowExclusiveLock);
+	call->unit = unit;
+	if (!PG_ARGISNULL(2))
+	{
+		call->have_partition = true;
+		call->partition = PG_GETARG_INT32(2);
+		if (call->partition < 0 || call->partition >= npartitions)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partition %d is out of range for stream %s",
+							call->partition, RelationGetRelationName(call->rel)),
+					 errdetail("The stream has %d partition%s, numbered 0 to %d.",
+							   npartitions, npartitions == 1 ? "" : "s",
+							   npartitions - 1)));
+	}
+	if (!PG_ARGISNULL(3))
+	{
+		call->have_write_time = true;
+		call->write_time = PG_GETARG_TIMESTAMPTZ(3);
+	}
+	call->values = palloc0(RelationGetDescr(call->rel)->natts * sizeof(Datum));
+	call->isnull = palloc0(RelationGetDescr(call->rel)->natts * sizeof(bool));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+static int64
+ingest_end(IngestCall *call)
+{
+	SPI_finish();
+	table_close(call->rel, NoLock);
+	return call->stored;
+}
+
+/*
+ * streamwm.ingest(stream regclass, rows jsonb, partition int, write_time
+ * timestamptz) RETURNS bigint: rows is one object or an array of objects.
+ */
+Datum
+streamwm_ingest(PG_FUNCTION_ARGS)
+{
+	IngestCall	call;
+	ErrorContextCallback errcb;
+	Jsonb	   *rows;
+
+	ingest_begin(&call, fcinfo, "row");
+	if (PG_ARGISNULL(1))
+		PG_RETURN_INT64(ingest_end(&call));
+	rows = PG_GETARG_JSONB_P(1);
+
+	errcb.callback = ingest_error_context;
+	errcb.arg = &call;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+
+	if (JB_ROOT_IS_OBJECT(rows))
+	{
+		call.rowno = 1;
+		ingest_object(&call, &rows->root);
+	}
+	else if (JB_ROOT_IS_ARRAY(rows) && !JB_ROOT_IS_SCALAR(rows))
+	{
+		int			n = JB_ROOT_COUNT(rows);
+
+		for (int i = 0; i < n; i++)
+		{
+			JsonbValue *elem = getIthJsonbValueFromContainer(&rows->root, i);
+
+			call.rowno = i + 1;
+			if (elem->type != jbvBinary)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("row %d is not a JSON object", i + 1)));
+			ingest_object(&call, elem->val.binary.data);
+		}
+	}
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("rows must be a JSON object or an array of objects")));
+
+	error_context_stack = errcb.previous;
+	PG_RETURN_INT64(ingest_end(&call));
+}
+
+/*
+ * streamwm.ingest_lines(stream regclass, lines text, partition int,
+ * write_time timestamptz) RETURNS bigint: one JSON object per line
+ * (json_each_row); blank lines are skipped.
+ */
+Datum
+streamwm_ingest_lines(PG_FUNCTION_ARGS)
+{
+	IngestCall	call;
+	ErrorContextCallback errcb;
+	char	   *input;
+	char	   *line;
+	int			lineno = 0;
+
+	ingest_begin(&call, fcinfo, "line");
+	if (PG_ARGISNULL(1))
+		PG_RETURN_INT64(ingest_end(&call));
+	input = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+	errcb.callback = ingest_error_context;
+	errcb.arg = &call;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+
+	line = input;
+	while (line != NULL)
+	{
+		char	   *next = strchr(line, '\n');
+		char	   *p;
+		Jsonb	   *jb = NULL;
+		MemoryContext cxt = CurrentMemoryContext;
+
+		if (next != NULL)
+			*next++ = '\0';
+		lineno++;
+		if (next != NULL && next > line + 1 && next[-2] == '\r')
+			next[-2] = '\0';
+		for (p = line; *p == ' ' || *p == '\t' || *p == '\r'; p++)
+			;
+		if (*p == '\0')
+		{
+			line = next;
+			continue;
+		}
+		call.rowno = 0;			/* the message below names the line */
+		PG_TRY();
+		{
+			jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(line)));
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			ereport(ERROR,
+					(errcode(edata->sqlerrcode),
+					 errmsg("malformed JSON in line %d: %s", lineno, edata->message),
+					 edata->detail ? errdetail_internal("%s", edata->detail) : 0));
+		}
+		PG_END_TRY();
+		call.rowno = lineno;
+		if (!JB_ROOT_IS_OBJECT(jb))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("line %d is not a JSON object", lineno)));
+		ingest_object(&call, &jb->root);
+		line = next;
+	}
+
+	error_context_stack = errcb.previous;
+	PG_RETURN_INT64(ingest_end(&call));
+}

@@ -1,0 +1,514 @@
+/*-------------------------------------------------------------------------
+ * process.c
+ *	  Owns one processing step of a stream (SPEC section 6): what
+ *	  streamwm.process() runs synchronously and a background worker runs on
+ *	  each tick.
+ *
+ * A step, all in the caller's transaction:
+ *
+ *	 1. lock the stream's row in streamwm.stream_def (FOR UPDATE): steps on
+ *		one stream are serialised, and drop_stream/drop_query take the same
+ *		lock first, so they cannot deadlock with a step;
+ *	 2. read the committed rows after each partition's processed offset, in
+ *		offset order (= arrival order across partitions, see ingest.c), in
+ *		batches of streamwm.batch_size;
+ *	 3. feed each row to the watermark rule (watermark.c), which says
+ *		whether it is late and advances W; late rows go to
+ *		streamwm.late_event_log;
+ *	 4. when every committed row has been read, advance W once more with
+ *		the step's clock 'now' (idle partitions);
+ *	 5. store the offsets, partition maxima, W and counters;
+ *	 6. for each query of the stream, in a subtransaction and as the query's
+ *		owner, upsert every window that W has closed since the query's
+ *		closed_until, and move closed_until to W (query.c builds the
+ *		statement); an error is recorded in query_def.last_error and the
+ *		query retries from the same closed_until next step;
+ *	 7. apply retention.
+ *
+ * Why this is exactly once: the results, the offsets, W, the late log and
+ * closed_until change in one transaction, so after a crash either all of a
+ * step is there or none of it, and the next step starts from the same
+ * offsets and closed_until.  A window is computed from the stream table
+ * itself (processed, non-late rows with offsets after the query's start),
+ * so recomputing it gives the same rows and the UPSERT overwrites them.
+ * Computing the closing windows after the batch rather than at the event
+ * that closed them is exact: any row read after a window [a, b) closed has
+ * event time < b <= W and was late, so it is excluded either way.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "process.h"
+#include "query.h"
+#include "watermark.h"
+#include "window.h"
+
+PG_FUNCTION_INFO_V1(streamwm_process);
+
+/* Late rows found in a step, written to streamwm.late_event_log. */
+typedef struct LateRows
+{
+	int			n;
+	int			cap;
+	int32	   *partition;
+	int64	   *offset;
+	TimestampTz *event_time;
+	TimestampTz *watermark;
+} LateRows;
+
+static void
+late_rows_add(LateRows *late, int32 partition, int64 offset,
+			  TimestampTz event_time, TimestampTz watermark)
+{
+	if (late->n == late->cap)
+	{
+		late->cap = Max(64, late->cap * 2);
+		late->partition = repalloc_huge(late->partition, late->cap * sizeof(int32));
+		late->offset = repalloc_huge(late->offset, late->cap * sizeof(int64));
+		late->event_time = repalloc_huge(late->event_time, late->cap * sizeof(TimestampTz));
+		late->watermark = repalloc_huge(late->watermark, late->cap * sizeof(TimestampTz));
+	}
+	late->partition[late->n] = partition;
+	late->offset[late->n] = offset;
+	late->event_time[late->n] = event_time;
+	late->watermark[late->n] = watermark;
+	late->n++;
+}
+
+/*
+ * Lock a stream and load its watermark state.  Returns false when
+ * skip_locked and another step holds the stream.
+ */
+static bool
+load_stream(Oid relid, bool skip_locked, SwStreamClock *clock, int64 *retention_us)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		isnull;
+
+	sw_spi_exec(skip_locked ?
+				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
+				" watermark FROM streamwm.stream_def WHERE stream = $1"
+				" FOR NO KEY UPDATE SKIP LOCKED" :
+				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
+				" watermark FROM streamwm.stream_def WHERE stream = $1"
+				" FOR NO KEY UPDATE",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		return false;
+	clock->npartitions = DatumGetInt32(sw_spi_getdatum(0, 1, &isnull));
+	clock->delay_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 2, &isnull)));
+	clock->idle_timeout_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 3, &isnull)));
+	*retention_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 4, &isnull)));
+	clock->created = DatumGetTimestampTz(sw_spi_getdatum(0, 5, &isnull));
+	clock->watermark = DatumGetTimestampTz(sw_spi_getdatum(0, 6, &isnull));
+	clock->parts = palloc0(clock->npartitions * sizeof(SwPartitionClock));
+
+	sw_spi_exec("SELECT partition, processed_offset, max_event_time,"
+				" coalesce(last_arrival, '-infinity')"
+				" FROM streamwm.partition_state WHERE stream = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		int			p = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
+
+		if (p < 0 || p >= clock->npartitions)
+			elog(ERROR, "streamwm: partition %d of stream %u out of range", p, relid);
+		clock->parts[p].processed_offset = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
+		clock->parts[p].max_event_time = DatumGetTimestampTz(sw_spi_getdatum(i, 3, &isnull));
+		clock->parts[p].last_arrival = DatumGetTimestampTz(sw_spi_getdatum(i, 4, &isnull));
+	}
+	return true;
+}
+
+static Datum
+processed_offsets(const SwStreamClock *clock)
+{
+	int64	   *offsets = palloc(clock->npartitions * sizeof(int64));
+
+	for (int i = 0; i < clock->npartitions; i++)
+		offsets[i] = clock->parts[i].processed_offset;
+	return sw_int8_array(offsets, clock->npartitions);
+}
+
+/*
+ * Read the next batch of committed, unprocessed rows in offset order and
+ * feed them to the watermark rule.  Returns the number of rows read.
+ */
+static uint64
+read_batch(Oid relid, const char *relname, SwStreamClock *clock, int64 limit,
+		   LateRows *late)
+{
+	Oid			types[2] = {INT8ARRAYOID, INT8OID};
+	Datum		values[2];
+	char	   *sql;
+	uint64		n;
+
+	sql = psprintf("SELECT s.sw_partition, s.sw_offset, s.sw_event_time, s.sw_arrival"
+				   " FROM pg_catalog.unnest($1) WITH ORDINALITY AS p(done, n)"
+				   " CROSS JOIN LATERAL (SELECT t.sw_partition, t.sw_offset,"
+				   " t.sw_event_time, t.sw_arrival FROM ONLY %s t"
+				   " WHERE t.sw_partition = (p.n - 1)::pg_catalog.int4"
+				   " AND t.sw_offset > p.done ORDER BY t.sw_offset LIMIT $2) s"
+				   " ORDER BY s.sw_offset LIMIT $2", relname);
+	values[0] = processed_offsets(clock);
+	values[1] = Int64GetDatum(limit);
+	sw_spi_exec(sql, 2, types, values, NULL, SPI_OK_SELECT);
+	n = SPI_processed;
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+		int32		p = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
+		int64		off = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
+		TimestampTz t = DatumGetTimestampTz(sw_spi_getdatum(i, 3, &isnull));
+		TimestampTz a = DatumGetTimestampTz(sw_spi_getdatum(i, 4, &isnull));
+		TimestampTz w;
+
+		if (sw_observe_event(clock, p, off, t, a, &w))
+			late_rows_add(late, p, off, t, w);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return n;
+}
+
+static void
+save_stream(Oid relid, SwStreamClock *clock, int64 events, LateRows *late,
+			TimestampTz now)
+{
+	int			np = clock->npartitions;
+	int32	   *parts = palloc(np * sizeof(int32));
+	int64	   *offsets = palloc(np * sizeof(int64));
+	TimestampTz *maxes = palloc(np * sizeof(TimestampTz));
+	TimestampTz *arrivals = palloc(np * sizeof(TimestampTz));
+	Oid			ptypes[5] = {OIDOID, INT4ARRAYOID, INT8ARRAYOID,
+	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		pvalues[5];
+	Oid			stypes[5] = {OIDOID, TIMESTAMPTZOID, INT8OID, INT8OID, TIMESTAMPTZOID};
+	Datum		svalues[5];
+
+	for (int i = 0; i < np; i++)
+	{
+		parts[i] = i;
+		offsets[i] = clock->parts[i].processed_offset;
+		maxes[i] = clock->parts[i].max_event_time;
+		arrivals[i] = clock->parts[i].last_arrival;
+	}
+	pvalues[0] = ObjectIdGetDatum(relid);
+	pvalues[1] = sw_int4_array(parts, np);
+	pvalues[2] = sw_int8_array(offsets, np);
+	pvalues[3] = sw_timestamptz_array(maxes, np);
+	pvalues[4] = sw_timestamptz_array(arrivals, np);
+	sw_spi_exec("UPDATE streamwm.partition_state s SET processed_offset = x.o,"
+				" max_event_time = x.m,"
+				" last_arrival = NULLIF(x.a, '-infinity'::timestamptz)"
+				" FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS x(p, o, m, a)"
+				" WHERE s.stream = $1 AND s.partition = x.p"
+				" AND (s.processed_offset, s.max_event_time, s.last_arrival)"
+				" IS DISTINCT FROM (x.o, x.m, NULLIF(x.a, '-infinity'::timestamptz))",
+				5, ptypes, pvalues, NULL, SPI_OK_UPDATE);
+
+	svalues[0] = ObjectIdGetDatum(relid);
+	svalues[1] = TimestampTzGetDatum(clock->watermark);
+	svalues[2] = Int64GetDatum(events);
+	svalues[3] = Int64GetDatum(late->n);
+	svalues[4] = TimestampTzGetDatum(now);
+	sw_spi_exec("UPDATE streamwm.stream_def SET watermark = $2,"
+				" events = events + $3, late_events = late_events + $4,"
+				" last_processed = $5 WHERE stream = $1",
+				5, stypes, svalues, NULL, SPI_OK_UPDATE);
+
+	if (late->n > 0)
+	{
+		Oid			ltypes[5] = {OIDOID, INT4ARRAYOID, INT8ARRAYOID,
+		TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
+		Datum		lvalues[5];
+
+		lvalues[0] = ObjectIdGetDatum(relid);
+		lvalues[1] = sw_int4_array(late->partition, late->n);
+		lvalues[2] = sw_int8_array(late->offset, late->n);
+		lvalues[3] = sw_timestamptz_array(late->event_time, late->n);
+		lvalues[4] = sw_timestamptz_array(late->watermark, late->n);
+		sw_spi_exec("INSERT INTO streamwm.late_event_log"
+					" (stream, partition, sw_offset, sw_event_time, watermark)"
+					" SELECT $1, x.p, x.o, x.t, x.w"
+					" FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS x(p, o, t, w)",
+					5, ltypes, lvalues, NULL, SPI_OK_INSERT);
+	}
+}
+
+/*
+ * Upsert the windows of one query that closed since its closed_until.
+ * Runs in a subtransaction; an error is recorded in last_error and
+ * reported as a WARNING, and the query retries next step.
+ */
+static void
+close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	Oid			etypes[2] = {TEXTOID, TEXTOID};
+	Datum		evalues[2];
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		SwQueryContext qcx;
+		Datum		values[SW_WINDOW_NPARAMS];
+		Oid			utypes[4] = {TEXTOID, TIMESTAMPTZOID, INT8OID, INT8OID};
+		Datum		uvalues[4];
+		int64		windows;
+		int64		rows;
+		bool		isnull;
+		char	   *sql;
+
+		sw_enter_query_context(def, &qcx);
+		sql = sw_upsert_sql(def->stream, def->query, def->hop_us, def->size_us,
+							def->result_table);
+		values[0] = Int64GetDatum(def->start_offset);
+		values[1] = offsets;
+		values[2] = TimestampTzGetDatum(TIMESTAMP_IS_NOBEGIN(def->closed_until) ?
+										DT_NOBEGIN : def->closed_until - def->size_us);
+		values[3] = TimestampTzGetDatum(clock->watermark - def->size_us);
+		sw_spi_exec(sql, SW_WINDOW_NPARAMS, (Oid *) sw_window_param_types, values,
+					NULL, SPI_OK_SELECT);
+		windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+		rows = DatumGetInt64(sw_spi_getdatum(0, 2, &isnull));
+		sw_leave_query_context(&qcx);
+
+		uvalues[0] = CStringGetTextDatum(def->name);
+		uvalues[1] = TimestampTzGetDatum(clock->watermark);
+		uvalues[2] = Int64GetDatum(windows);
+		uvalues[3] = Int64GetDatum(rows);
+		sw_spi_exec("UPDATE streamwm.query_def SET closed_until = $2,"
+					" windows_emitted = windows_emitted + $3,"
+					" rows_upserted = rows_upserted + $4,"
+					" last_error = NULL, last_error_time = NULL WHERE name = $1",
+					4, utypes, uvalues, NULL, SPI_OK_UPDATE);
+
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+
+		/* A cancel or a shutdown is not the query's fault: pass it on. */
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			ReThrowError(edata);
+
+		evalues[0] = CStringGetTextDatum(def->name);
+		evalues[1] = CStringGetTextDatum(edata->message);
+		sw_spi_exec("UPDATE streamwm.query_def SET last_error = $2,"
+					" last_error_time = pg_catalog.clock_timestamp(),"
+					" errors = errors + 1 WHERE name = $1",
+					2, etypes, evalues, NULL, SPI_OK_UPDATE);
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("streamwm query \"%s\" failed: %s", def->name, edata->message),
+				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+				 errhint("The query's windows stay open and are retried on the next step.")));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * Close windows of every query of the stream.  Returns the oldest event
+ * time any query still needs (windows not yet closed), DT_NOEND if none.
+ */
+static TimestampTz
+close_all_windows(Oid relid, const SwStreamClock *clock)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	List	   *names = NIL;
+	ListCell   *lc;
+	TimestampTz needed = DT_NOEND;
+	Datum		offsets = processed_offsets(clock);
+
+	sw_spi_exec("SELECT name FROM streamwm.query_def WHERE stream = $1 ORDER BY name",
+				1, types, values, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		names = lappend(names, TextDatumGetCString(sw_spi_getdatum(i, 1, &isnull)));
+	}
+	foreach(lc, names)
+	{
+		SwQueryDef *def = sw_load_query(lfirst(lc));
+		TimestampTz keep;
+
+		if (def == NULL)
+			continue;
+		if (!TIMESTAMP_IS_NOBEGIN(clock->watermark) &&
+			def->closed_until < clock->watermark)
+		{
+			close_windows(def, clock, offsets);
+			def = sw_load_query(lfirst(lc));
+			if (def == NULL)
+				continue;
+		}
+		/* rows older than this are in no window of the query still open */
+		keep = TIMESTAMP_IS_NOBEGIN(def->closed_until) ? DT_NOBEGIN :
+			def->closed_until - def->size_us;
+		if (keep < needed)
+			needed = keep;
+	}
+	return needed;
+}
+
+/*
+ * Retention: remove processed rows older than W - retention that every
+ * query has finished with, and their late-log entries.
+ */
+static void
+apply_retention(Oid relid, const char *relname, const SwStreamClock *clock,
+				int64 retention_us, TimestampTz needed)
+{
+	TimestampTz horizon;
+	Oid			types[3] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID};
+	Datum		values[3];
+	uint64		removed;
+
+	if (TIMESTAMP_NOT_FINITE(clock->watermark))
+		return;
+	horizon = clock->watermark - retention_us;
+	if (needed < horizon)
+		horizon = needed;
+	if (TIMESTAMP_IS_NOBEGIN(horizon))
+		return;
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = TimestampTzGetDatum(horizon);
+	values[2] = processed_offsets(clock);
+	sw_spi_exec(psprintf("DELETE FROM ONLY %s t WHERE t.sw_event_time < $2"
+						 " AND t.sw_offset <= ($3::pg_catalog.int8[])[t.sw_partition + 1]",
+						 relname),
+				3, types, values, NULL, SPI_OK_DELETE);
+	removed = SPI_processed;
+	if (removed == 0)
+		return;
+	sw_spi_exec("DELETE FROM streamwm.late_event_log"
+				" WHERE stream = $1 AND sw_event_time < $2",
+				3, types, values, NULL, SPI_OK_DELETE);
+	values[2] = Int64GetDatum((int64) removed);
+	types[2] = INT8OID;
+	sw_spi_exec("UPDATE streamwm.stream_def SET expired_rows = expired_rows + $3"
+				" WHERE stream = $1",
+				3, types, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * One step on one stream; see the file header.  The caller is connected to
+ * SPI.  With max_rows > 0 at most about that many rows are read (a worker
+ * tick); otherwise every committed row is.  Returns the rows read, or -1
+ * when skip_locked and another step holds the stream.
+ */
+int64
+sw_process_stream(Oid relid, TimestampTz now, bool skip_locked, int64 max_rows)
+{
+	SwStreamClock clock;
+	int64		retention_us;
+	LateRows	late;
+	int64		events = 0;
+	bool		caught_up = false;
+	char	   *relname;
+	TimestampTz needed;
+
+	memset(&clock, 0, sizeof(clock));
+	memset(&late, 0, sizeof(late));
+	late.cap = 64;
+	late.partition = palloc(late.cap * sizeof(int32));
+	late.offset = palloc(late.cap * sizeof(int64));
+	late.event_time = palloc(late.cap * sizeof(TimestampTz));
+	late.watermark = palloc(late.cap * sizeof(TimestampTz));
+
+	if (!load_stream(relid, skip_locked, &clock, &retention_us))
+		return -1;
+	relname = sw_relation_name(relid);
+
+	for (;;)
+	{
+		int64		limit = sw_batch_size;
+		uint64		n;
+
+		if (max_rows > 0 && max_rows - events < limit)
+			limit = Max(max_rows - events, 1);
+		n = read_batch(relid, relname, &clock, limit, &late);
+		events += n;
+		if ((int64) n < limit)
+		{
+			caught_up = true;
+			break;
+		}
+		if (max_rows > 0 && events >= max_rows)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+
+	/* A partition with a backlog is never idle: only judge when caught up. */
+	if (caught_up)
+		sw_advance_watermark(&clock, now);
+
+	save_stream(relid, &clock, events, &late, now);
+	needed = close_all_windows(relid, &clock);
+	apply_retention(relid, relname, &clock, retention_us, needed);
+	return events;
+}
+
+/*
+ * streamwm.process(stream regclass DEFAULT NULL, now timestamptz DEFAULT NULL)
+ */
+Datum
+streamwm_process(PG_FUNCTION_ARGS)
+{
+	TimestampTz now = PG_ARGISNULL(1) ? GetCurrentTimestamp() : PG_GETARG_TIMESTAMPTZ(1);
+	List	   *streams = NIL;
+	ListCell   *lc;
+
+	if (!PG_ARGISNULL(0))
+		(void) sw_stream_partitions(PG_GETARG_OID(0));	/* is it a stream? */
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (!PG_ARGISNULL(0))
+		streams = list_make1_oid(PG_GETARG_OID(0));
+	else
+	{
+		sw_spi_exec("SELECT stream FROM streamwm.stream_def ORDER BY stream::oid",
+					0, NULL, NULL, NULL, SPI_OK_SELECT);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+
+			streams = lappend_oid(streams,
+								  DatumGetObjectId(sw_spi_getdatum(i, 1, &isnull)));
+		}
+	}
+	foreach(lc, streams)
+		(void) sw_process_stream(lfirst_oid(lc), now, false, 0);
+	SPI_finish();
+	PG_RETURN_VOID();
+}

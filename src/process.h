@@ -1,0 +1,14 @@
+/*-------------------------------------------------------------------------
+ * process.h
+ *	  One processing step of a stream.
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAMWM_PROCESS_H
+#define STREAMWM_PROCESS_H
+
+#include "datatype/timestamp.h"
+
+extern int64 sw_process_stream(Oid relid, TimestampTz now, bool skip_locked,
+							   int64 max_rows);
+
+#endif							/* STREAMWM_PROCESS_H */

@@ -1,0 +1,665 @@
+/*-------------------------------------------------------------------------
+ * query.c
+ *	  Owns window queries (SPEC section 5): checking the user's SELECT,
+ *	  describing its output (the result table's columns and key), and
+ *	  rewriting it into the statement that computes and upserts the windows
+ *	  that close in a step.
+ *
+ * Only the user's SQL text is kept in the catalog (never a node tree: that
+ * breaks dump/restore); it is re-parsed each step, under the search_path it
+ * was created with.  The rewrite works on the text with the positions the
+ * raw parser reports, so everything the user wrote (aggregates with ORDER BY,
+ * FILTER, ordered-set aggregates, user-defined aggregates, HAVING, joins with
+ * other tables) is executed by PostgreSQL itself.  For a query
+ *
+ *	 SELECT k, count(*) AS n FROM clicks WHERE ... GROUP BY k HAVING ...
+ *
+ * the step statement is
+ *
+ *	 SELECT clicks.sw_window_start, clicks.sw_window_start + <size>,
+ *			k, count(*) AS n
+ *	   FROM (<the stream's processed, non-late rows of the closing windows,
+ *			  each paired with the start of every window it falls in>) AS clicks
+ *	  WHERE ... GROUP BY clicks.sw_window_start, k HAVING ...
+ *
+ * wrapped in INSERT INTO <result> ... ON CONFLICT (window_start, k) DO UPDATE.
+ * One set-based statement closes every window that a step closes.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "common/keywords.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/analyze.h"
+#include "parser/parser.h"
+#include "parser/parsetree.h"
+#include "parser/scanner.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "query.h"
+#include "window.h"
+
+PG_FUNCTION_INFO_V1(streamwm_reads_stream);
+PG_FUNCTION_INFO_V1(streamwm_query_columns);
+PG_FUNCTION_INFO_V1(streamwm_window_sql);
+PG_FUNCTION_INFO_V1(streamwm_check_query);
+
+/* The one SELECT of a query text, with where it ends. */
+typedef struct ParsedQuery
+{
+	const char *text;
+	int			end;			/* offset just past the statement */
+	SelectStmt *select;
+	RawStmt    *raw;
+} ParsedQuery;
+
+static void
+parse_select(const char *query, ParsedQuery *pq)
+{
+	List	   *raw = raw_parser(query, RAW_PARSE_DEFAULT);
+	RawStmt    *rs;
+	SelectStmt *s;
+
+	if (list_length(raw) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("a query must be exactly one SELECT statement")));
+	rs = linitial_node(RawStmt, raw);
+	if (!IsA(rs->stmt, SelectStmt))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("a query must be a SELECT statement")));
+	s = (SelectStmt *) rs->stmt;
+	if (s->op != SETOP_NONE || s->valuesLists != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("UNION, INTERSECT, EXCEPT and VALUES are not supported in a window query")));
+	if (s->withClause != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("WITH is not supported in a window query"),
+				 errhint("Use a subquery in FROM or WHERE instead.")));
+	if (s->intoClause != NULL || s->lockingClause != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("SELECT INTO and FOR UPDATE/SHARE are not supported in a window query")));
+	if (s->limitCount != NULL || s->limitOffset != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("LIMIT and OFFSET are not supported in a window query"),
+				 errdetail("A window's result is every group of the window.")));
+	pq->text = query;
+	pq->raw = rs;
+	pq->select = s;
+	pq->end = rs->stmt_len > 0 ? rs->stmt_location + rs->stmt_len : (int) strlen(query);
+}
+
+/* Collect the RangeVars of a FROM list that name the stream. */
+static void
+find_stream_refs(List *from, Oid relid, List **found)
+{
+	ListCell   *lc;
+
+	foreach(lc, from)
+	{
+		Node	   *n = lfirst(lc);
+
+		if (IsA(n, RangeVar))
+		{
+			if (RangeVarGetRelid((RangeVar *) n, NoLock, true) == relid)
+				*found = lappend(*found, n);
+		}
+		else if (IsA(n, JoinExpr))
+		{
+			JoinExpr   *j = (JoinExpr *) n;
+
+			find_stream_refs(list_make2(j->larg, j->rarg), relid, found);
+		}
+	}
+}
+
+/* The single FROM item that reads the stream; errors unless there is one. */
+static RangeVar *
+stream_ref(ParsedQuery *pq, Oid relid)
+{
+	List	   *refs = NIL;
+
+	find_stream_refs(pq->select->fromClause, relid, &refs);
+	if (refs == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query does not read stream %s", sw_relation_name(relid)),
+				 errhint("Name the stream in the query's FROM clause.")));
+	if (list_length(refs) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("query reads stream %s more than once",
+						sw_relation_name(relid))));
+	return linitial(refs);
+}
+
+/* streamwm._reads_stream(query text, stream regclass) RETURNS boolean */
+Datum
+streamwm_reads_stream(PG_FUNCTION_ARGS)
+{
+	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	Oid			relid = PG_GETARG_OID(1);
+	ParsedQuery pq;
+	List	   *refs = NIL;
+
+	parse_select(query, &pq);
+	find_stream_refs(pq.select->fromClause, relid, &refs);
+	PG_RETURN_BOOL(refs != NIL);
+}
+
+/*
+ * Describe the output of a window query: its columns in order, with their
+ * types and whether they are GROUP BY keys.  Checks the SPEC's rules.
+ */
+List *
+sw_query_columns(Oid relid, const char *query)
+{
+	ParsedQuery pq;
+	Query	   *q;
+	List	   *result = NIL;
+	ListCell   *lc;
+	int			pos = 0;
+
+	parse_select(query, &pq);
+	(void) stream_ref(&pq, relid);
+	q = parse_analyze_fixedparams(copyObject(pq.raw), query, NULL, 0, NULL);
+
+	if (q->groupingSets != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("GROUPING SETS, ROLLUP and CUBE are not supported in a window query")));
+	if (q->hasTargetSRFs)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-returning functions are not supported in a window query's output")));
+	if (q->hasWindowFuncs)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("window functions are not supported in a window query")));
+
+	foreach(lc, q->groupClause)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, q->targetList);
+
+		if (tle->resjunk)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+					 errmsg("every GROUP BY expression must also be an output column"),
+					 errdetail("GROUP BY item %d is not in the SELECT list.",
+							   foreach_current_index(lc) + 1),
+					 errhint("The GROUP BY columns are the key of the result table.")));
+	}
+
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		SwOutputColumn *col;
+		ListCell   *lc2;
+
+		if (tle->resjunk)
+			continue;
+		pos++;
+		if (tle->resname == NULL || strcmp(tle->resname, "?column?") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_COLUMN_DEFINITION),
+					 errmsg("output column %d of the query has no name", pos),
+					 errhint("Name it with AS.")));
+		if (strcmp(tle->resname, "window_start") == 0 ||
+			strcmp(tle->resname, "window_end") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_COLUMN),
+					 errmsg("output column name \"%s\" is reserved for the window bounds",
+							tle->resname)));
+		foreach(lc2, result)
+		{
+			if (strcmp(((SwOutputColumn *) lfirst(lc2))->name, tle->resname) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("output column name \"%s\" appears more than once",
+								tle->resname)));
+		}
+		col = palloc(sizeof(SwOutputColumn));
+		col->name = pstrdup(tle->resname);
+		col->type = format_type_with_typemod(exprType((Node *) tle->expr),
+											 exprTypmod((Node *) tle->expr));
+		col->is_key = false;
+		if (tle->ressortgroupref != 0)
+		{
+			ListCell   *lc3;
+
+			foreach(lc3, q->groupClause)
+			{
+				if (lfirst_node(SortGroupClause, lc3)->tleSortGroupRef == tle->ressortgroupref)
+					col->is_key = true;
+			}
+		}
+		if (exprType((Node *) tle->expr) == UNKNOWNOID ||
+			exprType((Node *) tle->expr) == RECORDOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("output column \"%s\" has no storable type (%s)",
+							tle->resname, col->type),
+					 errhint("Cast it.")));
+		result = lappend(result, col);
+	}
+	return result;
+}
+
+/*
+ * streamwm._query_columns(stream regclass, query text)
+ *	 RETURNS SETOF (colname text, coltype text, is_key boolean)
+ */
+Datum
+streamwm_query_columns(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	List	   *cols;
+	ListCell   *lc;
+
+	cols = sw_query_columns(PG_GETARG_OID(0), text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	InitMaterializedSRF(fcinfo, 0);
+	foreach(lc, cols)
+	{
+		SwOutputColumn *col = lfirst(lc);
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		values[0] = CStringGetTextDatum(col->name);
+		values[1] = CStringGetTextDatum(col->type);
+		values[2] = BoolGetDatum(col->is_key);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* Offset just past the (possibly qualified, possibly quoted) name at pos. */
+static int
+name_end(const char *s, int pos)
+{
+	for (;;)
+	{
+		int			after;
+
+		if (s[pos] == '"')
+		{
+			pos++;
+			while (s[pos] != '\0' && !(s[pos] == '"' && s[pos + 1] != '"'))
+				pos += (s[pos] == '"') ? 2 : 1;
+			if (s[pos] == '"')
+				pos++;
+		}
+		else
+		{
+			while (s[pos] != '\0' &&
+				   (isalnum((unsigned char) s[pos]) || s[pos] == '_' ||
+					s[pos] == '$' || IS_HIGHBIT_SET(s[pos])))
+				pos++;
+		}
+		after = pos;
+		while (isspace((unsigned char) s[after]))
+			after++;
+		if (s[after] != '.')
+			return pos;
+		pos = after + 1;
+		while (isspace((unsigned char) s[pos]))
+			pos++;
+	}
+}
+
+/*
+ * Where to add "GROUP BY ..." to a query that has none: before the first
+ * HAVING, WINDOW, ORDER, LIMIT, OFFSET, FETCH or FOR at parenthesis depth
+ * zero after 'from', else at the end of the statement.
+ */
+static int
+group_by_position(const char *text, int from, int end)
+{
+	static const char *const stops[] = {
+		"having", "window", "order", "limit", "offset", "fetch", "for"
+	};
+	int			stop_tokens[lengthof(stops)];
+	core_yy_extra_type yyextra;
+	core_yyscan_t scanner;
+	int			depth = 0;
+	int			result = end;
+
+	for (int i = 0; i < lengthof(stops); i++)
+		stop_tokens[i] = ScanKeywordTokens[ScanKeywordLookup(stops[i], &ScanKeywords)];
+
+	scanner = scanner_init(text, &yyextra, &ScanKeywords, ScanKeywordTokens);
+	for (;;)
+	{
+		core_YYSTYPE yylval;
+		YYLTYPE		yylloc;
+		int			tok = core_yylex(&yylval, &yylloc, scanner);
+
+		if (tok == 0 || yylloc >= end)
+			break;
+		if (tok == '(' || tok == '[')
+			depth++;
+		else if (tok == ')' || tok == ']')
+			depth--;
+		else if (depth == 0 && yylloc >= from)
+		{
+			bool		stop = (tok == ';');
+
+			for (int i = 0; i < lengthof(stops); i++)
+				stop |= (tok == stop_tokens[i]);
+			if (stop)
+			{
+				result = yylloc;
+				break;
+			}
+		}
+	}
+	scanner_finish(scanner);
+	return result;
+}
+
+/* A text edit: insert 'text' at 'pos', replacing 'len' bytes. */
+typedef struct TextEdit
+{
+	int			pos;
+	int			len;
+	char	   *text;
+} TextEdit;
+
+static int
+text_edit_cmp(const ListCell *a, const ListCell *b)
+{
+	const TextEdit *ea = lfirst(a);
+	const TextEdit *eb = lfirst(b);
+
+	return (ea->pos > eb->pos) - (ea->pos < eb->pos);
+}
+
+static List *
+add_edit(List *edits, int pos, int len, char *text)
+{
+	TextEdit   *e = palloc(sizeof(TextEdit));
+
+	e->pos = pos;
+	e->len = len;
+	e->text = text;
+	return lappend(edits, e);
+}
+
+/* Renumber the integer constants (output column ordinals) of a list. */
+static List *
+shift_ordinals(List *edits, List *items)
+{
+	ListCell   *lc;
+
+	foreach(lc, items)
+	{
+		A_Const    *c = lfirst(lc);
+
+		if (IsA(c, A_Const) && !c->isnull && IsA(&c->val, Integer) && c->location >= 0)
+			edits = add_edit(edits, c->location,
+							 strlen(psprintf("%d", intVal(&c->val))),
+							 psprintf("%d", intVal(&c->val) + 2));
+	}
+	return edits;
+}
+
+static char *
+interval_literal(int64 usec)
+{
+	return psprintf("'" INT64_FORMAT " microseconds'::pg_catalog.interval", usec);
+}
+
+/*
+ * The SELECT that computes every window closing in a step.  Parameters:
+ *	 $1 int8		  the query's start offset (rows after it are seen)
+ *	 $2 int8[]		  processed offset of each partition (rows up to it)
+ *	 $3 timestamptz  windows starting after this ...
+ *	 $4 timestamptz  ... and up to this are computed
+ * Its output is window_start, window_end, then the query's columns.
+ */
+char *
+sw_window_select(Oid relid, const char *query, int64 hop_us, int64 size_us)
+{
+	ParsedQuery pq;
+	RangeVar   *rv;
+	SelectStmt *s;
+	List	   *edits = NIL;
+	const char *alias;
+	char	   *sub;
+	StringInfoData out;
+	int			start;
+	int			end;
+	int			copied;
+	ListCell   *lc;
+
+	parse_select(query, &pq);
+	s = pq.select;
+	rv = stream_ref(&pq, relid);
+	if (rv->location < 0 || s->targetList == NIL)
+		elog(ERROR, "cannot locate the parts of the window query");
+	alias = quote_identifier(rv->alias ? rv->alias->aliasname : rv->relname);
+
+	/* The stream becomes the rows of the closing windows, one per window. */
+	sub = psprintf("(SELECT sw_s.*, sw_w.sw_window_start"
+				   " FROM ONLY %s sw_s"
+				   " CROSS JOIN LATERAL pg_catalog.generate_series("
+				   "streamwm.window_start(sw_s.sw_event_time, %s) - %s,"
+				   " streamwm.window_start(sw_s.sw_event_time, %s), %s) AS sw_w(sw_window_start)"
+				   " WHERE sw_s.sw_offset > $1"
+				   " AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
+				   " AND sw_s.sw_event_time > $3 AND sw_s.sw_event_time < $4 + %s"
+				   " AND sw_w.sw_window_start > $3 AND sw_w.sw_window_start <= $4"
+				   " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
+				   " WHERE sw_l.stream = '%u'::pg_catalog.oid"
+				   " AND sw_l.partition = sw_s.sw_partition"
+				   " AND sw_l.sw_offset = sw_s.sw_offset))%s%s",
+				   sw_relation_name(relid),
+				   interval_literal(hop_us), interval_literal(size_us - hop_us),
+				   interval_literal(hop_us), interval_literal(hop_us),
+				   interval_literal(size_us),
+				   relid,
+				   rv->alias ? "" : " AS ", rv->alias ? "" : alias);
+	start = rv->location;
+	end = name_end(pq.text, start);
+	edits = add_edit(edits, start, end - start, sub);
+
+	edits = add_edit(edits, ((ResTarget *) linitial(s->targetList))->location, 0,
+					 psprintf("%s.sw_window_start, %s.sw_window_start + %s, ",
+							  alias, alias, interval_literal(size_us)));
+
+	/* GROUP BY 1 and ORDER BY 1 count output columns: we add two in front. */
+	edits = shift_ordinals(edits, s->groupClause);
+	foreach(lc, s->sortClause)
+		edits = shift_ordinals(edits, list_make1(lfirst_node(SortBy, lc)->node));
+
+	if (s->groupClause != NIL)
+	{
+		int			loc = exprLocation(linitial(s->groupClause));
+
+		if (loc < 0)
+			elog(ERROR, "cannot locate the GROUP BY clause of the window query");
+		edits = add_edit(edits, loc, 0, psprintf("%s.sw_window_start, ", alias));
+	}
+	else
+		edits = add_edit(edits, group_by_position(pq.text, end, pq.end), 0,
+						 psprintf(" GROUP BY %s.sw_window_start ", alias));
+
+	list_sort(edits, text_edit_cmp);
+	initStringInfo(&out);
+	copied = pq.raw->stmt_location;
+	foreach(lc, edits)
+	{
+		TextEdit   *e = lfirst(lc);
+
+		appendBinaryStringInfo(&out, pq.text + copied, e->pos - copied);
+		appendStringInfoString(&out, e->text);
+		copied = e->pos + e->len;
+	}
+	appendBinaryStringInfo(&out, pq.text + copied, pq.end - copied);
+	return out.data;
+}
+
+/*
+ * The statement that upserts every window closing in a step into the
+ * result table and reports (windows, rows).  Parameters as above.
+ */
+char *
+sw_upsert_sql(Oid relid, const char *query, int64 hop_us, int64 size_us,
+			  Oid result_relid)
+{
+	List	   *cols = sw_query_columns(relid, query);
+	StringInfoData sql;
+	StringInfoData keys;
+	StringInfoData sets;
+	ListCell   *lc;
+
+	initStringInfo(&sql);
+	initStringInfo(&keys);
+	initStringInfo(&sets);
+	appendStringInfoString(&keys, "window_start");
+	appendStringInfoString(&sets, "window_end = EXCLUDED.window_end");
+	appendStringInfo(&sql, "WITH sw_ins AS (INSERT INTO %s AS sw_r (window_start, window_end",
+					 sw_relation_name(result_relid));
+	foreach(lc, cols)
+	{
+		SwOutputColumn *col = lfirst(lc);
+		const char *name = quote_identifier(col->name);
+
+		appendStringInfo(&sql, ", %s", name);
+		if (col->is_key)
+			appendStringInfo(&keys, ", %s", name);
+		else
+			appendStringInfo(&sets, ", %s = EXCLUDED.%s", name, name);
+	}
+	appendStringInfo(&sql, ") %s ON CONFLICT (%s) DO UPDATE SET %s"
+					 " RETURNING sw_r.window_start)"
+					 " SELECT pg_catalog.count(DISTINCT window_start), pg_catalog.count(*) FROM sw_ins",
+					 sw_window_select(relid, query, hop_us, size_us),
+					 keys.data, sets.data);
+	return sql.data;
+}
+
+/* streamwm._window_sql(stream, query, hop, size) RETURNS text, for inspection */
+Datum
+streamwm_window_sql(PG_FUNCTION_ARGS)
+{
+	int64		hop_us = sw_interval_usec(PG_GETARG_INTERVAL_P(2));
+	int64		size_us = sw_interval_usec(PG_GETARG_INTERVAL_P(3));
+
+	if (hop_us <= 0 || size_us <= 0 || size_us % hop_us != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("hop and size must be positive, size a whole multiple of hop")));
+	PG_RETURN_TEXT_P(cstring_to_text(sw_window_select(PG_GETARG_OID(0),
+													  text_to_cstring(PG_GETARG_TEXT_PP(1)),
+													  hop_us, size_us)));
+}
+
+/* Load one query's definition; NULL when there is none. */
+SwQueryDef *
+sw_load_query(const char *name)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+	SwQueryDef *def;
+	bool		isnull;
+
+	values[0] = CStringGetTextDatum(name);
+	sw_spi_exec("SELECT stream, query, hop, size, result_table, start_offset,"
+				" search_path, owner, closed_until"
+				" FROM streamwm.query_def WHERE name = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		return NULL;
+	def = palloc0(sizeof(SwQueryDef));
+	def->name = pstrdup(name);
+	def->stream = DatumGetObjectId(sw_spi_getdatum(0, 1, &isnull));
+	def->query = TextDatumGetCString(sw_spi_getdatum(0, 2, &isnull));
+	def->hop_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 3, &isnull)));
+	def->size_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 4, &isnull)));
+	def->result_table = DatumGetObjectId(sw_spi_getdatum(0, 5, &isnull));
+	def->start_offset = DatumGetInt64(sw_spi_getdatum(0, 6, &isnull));
+	def->search_path = TextDatumGetCString(sw_spi_getdatum(0, 7, &isnull));
+	def->owner = DatumGetObjectId(sw_spi_getdatum(0, 8, &isnull));
+	def->closed_until = DatumGetTimestampTz(sw_spi_getdatum(0, 9, &isnull));
+	return def;
+}
+
+/*
+ * Enter the context a query's SQL runs in: its owner, with
+ * SECURITY_RESTRICTED_OPERATION, under the search_path it was created with
+ * (as matview.c does for REFRESH).  Undone by sw_leave_query_context(), or
+ * by the abort of the (sub)transaction.
+ */
+void
+sw_enter_query_context(SwQueryDef *def, SwQueryContext *cx)
+{
+	GetUserIdAndSecContext(&cx->save_userid, &cx->save_sec_context);
+	SetUserIdAndSecContext(def->owner,
+						   cx->save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	cx->save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", def->search_path,
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+void
+sw_leave_query_context(SwQueryContext *cx)
+{
+	AtEOXact_GUC(false, cx->save_nestlevel);
+	SetUserIdAndSecContext(cx->save_userid, cx->save_sec_context);
+}
+
+/* The parameter types of the step statement. */
+const Oid	sw_window_param_types[SW_WINDOW_NPARAMS] = {
+	INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID
+};
+
+/*
+ * streamwm._check_query(name text) RETURNS void: plans the step statement
+ * of a query as its owner, so that create_query reports what would fail.
+ */
+Datum
+streamwm_check_query(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	SwQueryDef *def;
+	SwQueryContext cx;
+	SPIPlanPtr	plan;
+	char	   *sql;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	def = sw_load_query(name);
+	if (def == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("query \"%s\" does not exist", name)));
+	sw_enter_query_context(def, &cx);
+	sql = sw_upsert_sql(def->stream, def->query, def->hop_us, def->size_us,
+						def->result_table);
+	plan = SPI_prepare(sql, SW_WINDOW_NPARAMS, (Oid *) sw_window_param_types);
+	if (plan == NULL)
+		elog(ERROR, "could not plan window query \"%s\": %s", name,
+			 SPI_result_code_string(SPI_result));
+	sw_leave_query_context(&cx);
+	SPI_finish();
+	PG_RETURN_VOID();
+}

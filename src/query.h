@@ -1,0 +1,52 @@
+/*-------------------------------------------------------------------------
+ * query.h
+ *	  Window queries: checking, describing and rewriting the user's SELECT.
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAMWM_QUERY_H
+#define STREAMWM_QUERY_H
+
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+
+typedef struct SwOutputColumn
+{
+	char	   *name;
+	char	   *type;			/* format_type_with_typemod() */
+	bool		is_key;			/* a GROUP BY output */
+} SwOutputColumn;
+
+typedef struct SwQueryDef
+{
+	char	   *name;
+	Oid			stream;
+	char	   *query;
+	int64		hop_us;
+	int64		size_us;
+	Oid			result_table;
+	int64		start_offset;
+	char	   *search_path;
+	Oid			owner;
+	TimestampTz closed_until;
+} SwQueryDef;
+
+typedef struct SwQueryContext
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+} SwQueryContext;
+
+#define SW_WINDOW_NPARAMS 4
+extern const Oid sw_window_param_types[SW_WINDOW_NPARAMS];
+
+extern List *sw_query_columns(Oid relid, const char *query);
+extern char *sw_window_select(Oid relid, const char *query, int64 hop_us,
+							  int64 size_us);
+extern char *sw_upsert_sql(Oid relid, const char *query, int64 hop_us,
+						   int64 size_us, Oid result_relid);
+extern SwQueryDef *sw_load_query(const char *name);
+extern void sw_enter_query_context(SwQueryDef *def, SwQueryContext *cx);
+extern void sw_leave_query_context(SwQueryContext *cx);
+
+#endif							/* STREAMWM_QUERY_H */

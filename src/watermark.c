@@ -1,0 +1,112 @@
+/*-------------------------------------------------------------------------
+ * watermark.c
+ *	  Owns the watermark rule (SPEC section 4): per-partition watermarks,
+ *	  idle partitions, the stream watermark W and lateness.
+ *
+ * This file is pure computation: no SPI, no catalog access.  process.c loads
+ * an SwStreamClock from streamwm.stream_def / streamwm.partition_state, feeds
+ * it every event of a step in processing order, and stores it back in the
+ * same transaction that upserts the results.  Keeping the rule here, apart
+ * from I/O, is what makes the results independent of batching: the state
+ * after a sequence of events is the same whether it was fed in one step or
+ * in many.
+ *
+ * The rule:
+ *	 wm(p) = max event time seen in p - watermark_delay (minus infinity
+ *			 before the first event);
+ *	 p is idle at clock time a if its newest row that arrived up to a
+ *			 arrived before a - idle_timeout, or it has none and the stream
+ *			 was created before a - idle_timeout;
+ *	 W	   = max(W, min of wm(p) over the partitions not idle at a); with
+ *			 every partition idle, W holds;
+ *	 an event is late when its event time is < W as left by the events
+ *			 processed before it.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "watermark.h"
+
+/*
+ * Is partition p idle at clock time 'at'?
+ *
+ * last_arrival is the arrival of the newest row of p processed so far; the
+ * rows of a step are processed in arrival order, so when an event that
+ * arrived at 'at' is processed, every row of p that arrived up to 'at' has
+ * been seen.  A partition with a backlog is therefore never judged idle.
+ */
+bool
+sw_partition_is_idle(const SwStreamClock *clock, int partition, TimestampTz at)
+{
+	const SwPartitionClock *p = &clock->parts[partition];
+	TimestampTz newest = p->last_arrival;
+
+	if (TIMESTAMP_IS_NOBEGIN(newest))
+		newest = clock->created;
+	return newest < at - clock->idle_timeout_us;
+}
+
+/* wm(p): the partition's watermark, DT_NOBEGIN before its first event. */
+TimestampTz
+sw_partition_watermark(const SwStreamClock *clock, int partition)
+{
+	TimestampTz m = clock->parts[partition].max_event_time;
+
+	if (TIMESTAMP_IS_NOBEGIN(m))
+		return DT_NOBEGIN;
+	if (TIMESTAMP_IS_NOEND(m))
+		return DT_NOEND;
+	return m - clock->delay_us;
+}
+
+/*
+ * Advance W with the partitions that are not idle at clock time 'at'.
+ * Returns true if W moved.
+ */
+bool
+sw_advance_watermark(SwStreamClock *clock, TimestampTz at)
+{
+	TimestampTz low = DT_NOEND;
+	bool		any_active = false;
+
+	for (int i = 0; i < clock->npartitions; i++)
+	{
+		TimestampTz wm;
+
+		if (sw_partition_is_idle(clock, i, at))
+			continue;
+		any_active = true;
+		wm = sw_partition_watermark(clock, i);
+		if (wm < low)
+			low = wm;
+	}
+	if (any_active && low > clock->watermark)
+	{
+		clock->watermark = low;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Process one event: decide whether it is late, then let it advance its
+ * partition (late or not, filtered out by a query or not) and W.
+ * Returns true if the event is late; *watermark_before is W at that moment.
+ */
+bool
+sw_observe_event(SwStreamClock *clock, int partition, int64 offset,
+				 TimestampTz event_time, TimestampTz arrival,
+				 TimestampTz *watermark_before)
+{
+	SwPartitionClock *p = &clock->parts[partition];
+	bool		late = event_time < clock->watermark;
+
+	*watermark_before = clock->watermark;
+	if (event_time > p->max_event_time)
+		p->max_event_time = event_time;
+	if (arrival > p->last_arrival)
+		p->last_arrival = arrival;
+	p->processed_offset = offset;
+	sw_advance_watermark(clock, arrival);
+	return late;
+}
