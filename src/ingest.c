@@ -153,7 +153,6 @@ sw_row_expression(Relation rel, const char *exprtext, bool want_timestamptz)
 	rt = linitial_node(ResTarget, stmt->targetList);
 
 	pstate = make_parsestate(NULL);
-	pstate->p_sourcetext = sql;
 	nsitem = addRangeTableEntryForRelation(pstate, rel, AccessShareLock,
 										   NULL, false, true);
 	addNSItemToQuery(pstate, nsitem, true, true, true);
@@ -184,6 +183,12 @@ sw_row_expression(Relation rel, const char *exprtext, bool want_timestamptz)
  * streamwm._check_expression(rel regclass, expr text, want_timestamptz bool)
  * RETURNS regtype: validates an event_time or partition_key expression.
  */
+static void
+expression_error_context(void *arg)
+{
+	errcontext("in expression \"%s\"", (const char *) arg);
+}
+
 Datum
 streamwm_check_expression(PG_FUNCTION_ARGS)
 {
@@ -191,8 +196,16 @@ streamwm_check_expression(PG_FUNCTION_ARGS)
 	char	   *exprtext = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	bool		want_tstz = PG_GETARG_BOOL(2);
 	Relation	rel = table_open(relid, AccessShareLock);
-	Expr	   *expr = sw_row_expression(rel, exprtext, want_tstz);
-	Oid			type = exprType((Node *) expr);
+	ErrorContextCallback errcb;
+	Expr	   *expr;
+	Oid			type;
+
+	errcb.callback = expression_error_context;
+	errcb.arg = exprtext;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	expr = sw_row_expression(rel, exprtext, want_tstz);
+	type = exprType((Node *) expr);
 
 	if (!want_tstz)
 	{
@@ -204,6 +217,7 @@ streamwm_check_expression(PG_FUNCTION_ARGS)
 					 errmsg("partition_key of type %s cannot be hashed",
 							format_type_be(type))));
 	}
+	error_context_stack = errcb.previous;
 	table_close(rel, AccessShareLock);
 	PG_RETURN_OID(type);
 }

@@ -388,7 +388,10 @@ text_edit_cmp(const ListCell *a, const ListCell *b)
 	const TextEdit *ea = lfirst(a);
 	const TextEdit *eb = lfirst(b);
 
-	return (ea->pos > eb->pos) - (ea->pos < eb->pos);
+	/* at one position, an insertion goes before a replacement */
+	if (ea->pos != eb->pos)
+		return (ea->pos > eb->pos) - (ea->pos < eb->pos);
+	return (ea->len > eb->len) - (ea->len < eb->len);
 }
 
 static List *

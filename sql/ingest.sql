@@ -1,0 +1,117 @@
+-- SPEC section 3: every way in assigns offsets and fills what is missing;
+-- bad input stores nothing from the statement and says why.
+SET TimeZone = 'UTC';
+SET DateStyle = 'ISO, YMD';
+CREATE EXTENSION IF NOT EXISTS streamwm;
+
+SELECT streamwm.create_stream('clicks', 'pass int8, payload text, tags text[], doc jsonb',
+                              partitions => 3);
+\d clicks
+
+-- plain INSERT, explicit partition and write time
+INSERT INTO clicks (pass, payload) VALUES (1, 'a');
+INSERT INTO clicks (sw_partition, sw_write_time, pass, payload)
+       VALUES (2, '1970-01-01T00:00:40Z', 1, 'b');
+-- COPY
+COPY clicks (pass, payload) FROM STDIN;
+7	c
+8	d
+\.
+-- ingest: an object, an array, with partition and write_time
+SELECT streamwm.ingest('clicks', '{"pass": 1, "payload": "e"}'::jsonb);
+SELECT streamwm.ingest('clicks', '[{"pass":1,"payload":"f"},{"pass":2,"payload":"g","tags":["x","y z"],"doc":{"k":[1,2]}}]',
+                       partition => 1, write_time => '1970-01-01T00:01:00Z');
+-- ingest_lines: json_each_row, blank lines skipped
+SELECT streamwm.ingest_lines('clicks', E'{"pass":1,"payload":"h"}\n\n{"pass":0,"payload":"i"}\r\n',
+                             partition => 0, write_time => '1970-01-01T00:02:00Z');
+-- empty input stores nothing
+SELECT streamwm.ingest('clicks', '[]');
+SELECT streamwm.ingest_lines('clicks', '');
+
+-- every row has a partition, a unique offset, a write time and an event time
+SELECT count(*) AS rows, count(DISTINCT sw_offset) AS offsets,
+       bool_and(sw_partition BETWEEN 0 AND 2) AS partitions_ok,
+       bool_and(sw_event_time = sw_write_time) AS event_time_is_write_time,
+       bool_and(sw_arrival IS NOT NULL) AS arrival_ok
+  FROM clicks;
+-- one session sticks to one partition when none is given
+SELECT count(DISTINCT sw_partition) FROM clicks WHERE payload IN ('a', 'c', 'd', 'e');
+SELECT payload, sw_partition, sw_write_time, tags, doc FROM clicks
+ WHERE payload IN ('b', 'f', 'g', 'h', 'i') ORDER BY sw_offset;
+-- offsets increase within a partition in insertion order
+SELECT sw_partition, array_agg(payload ORDER BY sw_offset) FROM clicks GROUP BY 1 ORDER BY 1;
+
+-- Bad input: a clear error and nothing stored from that statement.
+CREATE TEMP TABLE before AS SELECT count(*) AS n FROM clicks;
+SELECT streamwm.ingest('no_such_stream', '{"pass": 1}');
+CREATE TABLE plain_table (pass int8);
+SELECT streamwm.ingest('plain_table', '{"pass": 1}');
+SELECT streamwm.ingest('clicks', '{"pass": 1}', partition => 3);
+SELECT streamwm.ingest('clicks', '{"pass": 1}', partition => -1);
+INSERT INTO clicks (sw_partition, pass) VALUES (5, 1);
+SELECT streamwm.ingest('clicks', '[{"pass": 1}, {"pass": 2, "nope": 3}]');
+SELECT streamwm.ingest('clicks', '[{"pass": 1}, {"pass": 2}, {"pass": "x"}]');
+SELECT streamwm.ingest('clicks', '[{"pass": 1}, 7]');
+SELECT streamwm.ingest('clicks', '"just a string"');
+SELECT streamwm.ingest('clicks', '{"pass": 1, "sw_offset": 5}');
+SELECT streamwm.ingest('clicks', '{"pass": {"a": 1}}');
+SELECT streamwm.ingest_lines('clicks', E'{"pass":1,"payload":"ok"}\n{"pass":2,"payload":"ok"}\n{"pass": 3,');
+SELECT streamwm.ingest_lines('clicks', E'{"pass":1}\n[1,2]');
+SELECT streamwm.ingest_lines('clicks', E'{"pass":1}\n{"pass":1e400000}');
+INSERT INTO clicks (pass, sw_offset) VALUES (1, 42);
+COPY clicks (pass, payload) FROM STDIN;
+1	ok
+x	bad
+\.
+SELECT (SELECT count(*) FROM clicks) = n AS nothing_stored FROM before;
+
+-- A user never changes the system columns.
+UPDATE clicks SET sw_offset = 0 WHERE payload = 'a';
+UPDATE clicks SET payload = 'A' WHERE payload = 'a';
+
+-- Event time from an expression; a NULL event time is refused.
+SELECT streamwm.create_stream('orders', 'id int, created_at timestamptz, region text',
+                              partitions => 4, event_time => 'created_at',
+                              partition_key => 'region');
+SELECT streamwm.ingest('orders', '[{"id":1,"created_at":"2024-01-01T10:00:00Z","region":"eu"},
+                                    {"id":2,"created_at":"2024-01-01T10:00:05Z","region":"us"},
+                                    {"id":3,"created_at":"2024-01-01T10:00:07Z","region":"eu"}]');
+SELECT id, sw_event_time, sw_event_time = created_at AS from_expression FROM orders ORDER BY id;
+-- the same key always lands in the same partition
+SELECT region, count(DISTINCT sw_partition) FROM orders GROUP BY region ORDER BY region;
+SELECT streamwm.ingest('orders', '[{"id":4,"created_at":"2024-01-01T10:00:00Z"},{"id":5,"region":"eu"}]');
+INSERT INTO orders (id, region) VALUES (6, 'eu');
+SELECT count(*) FROM orders;
+-- an epoch-seconds field
+SELECT streamwm.create_stream('sensor', 'ts_s float8, v int',
+                              event_time => 'to_timestamp(ts_s)');
+SELECT streamwm.ingest('sensor', '{"ts_s": 60.5, "v": 1}');
+SELECT sw_event_time FROM sensor;
+
+-- Bad stream definitions.
+SELECT streamwm.create_stream('clicks', 'x int');
+SELECT streamwm.create_stream('bad1', 'x int', partitions => 0);
+SELECT streamwm.create_stream('bad2', 'x int', event_time => 'nope');
+SELECT streamwm.create_stream('bad3', 'x int', event_time => 'x');
+SELECT streamwm.create_stream('bad4', 'x int', watermark_delay => '-1 s');
+SELECT streamwm.create_stream('bad5', 'x int', idle_timeout => '0');
+SELECT streamwm.create_stream('bad6', 'x int, sw_mine int');
+SELECT streamwm.create_stream('bad7', 'x int', partition_key => 'y');
+SELECT streamwm.create_stream('bad8', 'x int', watermark_delay => '1 month');
+SELECT count(*) FROM pg_class WHERE relname LIKE 'bad%';
+
+-- Names that need quoting work everywhere.
+CREATE SCHEMA "Odd Schema";
+SELECT streamwm.create_stream('"Odd Schema"."My Stream"', '"Pass" int8, payload text');
+SELECT streamwm.ingest('"Odd Schema"."My Stream"', '{"Pass": 1, "payload": "q"}');
+INSERT INTO "Odd Schema"."My Stream" ("Pass", payload) VALUES (2, 'r');
+SELECT "Pass", payload FROM "Odd Schema"."My Stream" ORDER BY sw_offset;
+SELECT stream, partitions FROM streamwm.streams ORDER BY stream::text;
+
+-- drop_stream
+SELECT streamwm.drop_stream('sensor');
+SELECT to_regclass('sensor');
+SELECT streamwm.drop_stream('plain_table');
+-- a stream table dropped with DROP TABLE leaves no catalog rows behind
+DROP TABLE orders;
+SELECT count(*) FROM streamwm.stream_def WHERE stream::text = 'orders';
