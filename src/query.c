@@ -65,10 +65,69 @@ typedef struct ParsedQuery
 	RawStmt    *raw;
 } ParsedQuery;
 
+/*
+ * Re-raise the current error so that its position, if any, points into the
+ * window query's text rather than into the statement that called us.
+ */
+static void
+rethrow_in_query(MemoryContext cxt, const char *query)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	if (edata->cursorpos <= 0)
+		PG_RE_THROW();
+	FlushErrorState();
+	ereport(ERROR,
+			(errcode(edata->sqlerrcode),
+			 errmsg_internal("%s", edata->message),
+			 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+			 edata->hint ? errhint("%s", edata->hint) : 0,
+			 internalerrposition(edata->cursorpos),
+			 internalerrquery(query)));
+}
+
+static List *
+raw_parse_query(const char *query)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *raw = NIL;
+
+	PG_TRY();
+	{
+		raw = raw_parser(query, RAW_PARSE_DEFAULT);
+	}
+	PG_CATCH();
+	{
+		rethrow_in_query(cxt, query);
+	}
+	PG_END_TRY();
+	return raw;
+}
+
+static Query *
+analyze_query(RawStmt *rs, const char *query)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Query	   *q = NULL;
+
+	PG_TRY();
+	{
+		q = parse_analyze_fixedparams(rs, query, NULL, 0, NULL);
+	}
+	PG_CATCH();
+	{
+		rethrow_in_query(cxt, query);
+	}
+	PG_END_TRY();
+	return q;
+}
+
 static void
 parse_select(const char *query, ParsedQuery *pq)
 {
-	List	   *raw = raw_parser(query, RAW_PARSE_DEFAULT);
+	List	   *raw = raw_parse_query(query);
 	RawStmt    *rs;
 	SelectStmt *s;
 
@@ -179,7 +238,7 @@ sw_query_columns(Oid relid, const char *query)
 
 	parse_select(query, &pq);
 	(void) stream_ref(&pq, relid);
-	q = parse_analyze_fixedparams(copyObject(pq.raw), query, NULL, 0, NULL);
+	q = analyze_query(copyObject(pq.raw), query);
 
 	if (q->groupingSets != NIL)
 		ereport(ERROR,
@@ -193,6 +252,13 @@ sw_query_columns(Oid relid, const char *query)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("window functions are not supported in a window query")));
+
+	if (!q->hasAggs && q->groupClause == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_GROUPING_ERROR),
+				 errmsg("a window query must aggregate"),
+				 errdetail("Its result is one row per window and group."),
+				 errhint("Use aggregate functions, GROUP BY, or both.")));
 
 	foreach(lc, q->groupClause)
 	{
