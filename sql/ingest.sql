@@ -39,7 +39,9 @@ SELECT count(DISTINCT sw_partition) FROM clicks WHERE payload IN ('a', 'c', 'd',
 SELECT payload, sw_partition, sw_write_time, tags, doc FROM clicks
  WHERE payload IN ('b', 'f', 'g', 'h', 'i') ORDER BY sw_offset;
 -- offsets increase within a partition in insertion order
-SELECT sw_partition, array_agg(payload ORDER BY sw_offset) FROM clicks GROUP BY 1 ORDER BY 1;
+SELECT sw_partition, array_agg(payload ORDER BY sw_offset) FROM clicks
+ WHERE payload IN ('b', 'f', 'g', 'h', 'i') GROUP BY 1 ORDER BY 1;
+SELECT array_agg(payload ORDER BY sw_offset) AS sticky FROM clicks WHERE payload IN ('a', 'c', 'd', 'e');
 
 -- Bad input: a clear error and nothing stored from that statement.
 CREATE TEMP TABLE before AS SELECT count(*) AS n FROM clicks;
