@@ -14,7 +14,7 @@ EXTENSION = streamwm
 DATA = sql/streamwm--0.1.sql
 PGFILEDESC = "streamwm - event-time stream processing"
 
-REGRESS = ydb_example ingest windows watermarks queries retention
+REGRESS = ydb_example ingest windows watermarks queries retention property
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
 ISOLATION =
 ISOLATION_OPTS = --inputdir=test --outputdir=test/results
