@@ -16,7 +16,7 @@ PGFILEDESC = "streamwm - event-time stream processing"
 
 REGRESS = ydb_example ingest windows watermarks queries retention property
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
-ISOLATION =
+ISOLATION = concurrent_writers concurrent_process
 ISOLATION_OPTS = --inputdir=test --outputdir=test/results
 TAP_TESTS = 1
 
