@@ -8,7 +8,8 @@ OBJS = \
 	src/window.o \
 	src/query.o \
 	src/watermark.o \
-	src/process.o
+	src/process.o \
+	src/worker.o
 
 EXTENSION = streamwm
 DATA = sql/streamwm--0.1.sql

@@ -542,3 +542,14 @@ SELECT l.stream, l.partition, l.sw_offset, l.sw_event_time, l.watermark
 GRANT USAGE ON SCHEMA streamwm TO PUBLIC;
 GRANT SELECT ON streamwm.streams, streamwm.partitions, streamwm.queries,
                streamwm.late_events TO PUBLIC;
+
+/* ---------------------------------------------------------------------
+ * Background worker
+ * --------------------------------------------------------------------- */
+
+CREATE FUNCTION streamwm._launch() RETURNS boolean
+    AS 'MODULE_PATHNAME', 'streamwm_launch' LANGUAGE C;
+
+-- Start this database's worker when CREATE EXTENSION commits (or say that
+-- none will run because the library is not preloaded).
+SELECT streamwm._launch();

@@ -56,6 +56,9 @@
 
 PG_FUNCTION_INFO_V1(streamwm_process);
 
+/* longest a worker waits before retrying a failing query */
+#define SW_QUERY_MAX_BACKOFF_US (60 * USECS_PER_SEC)
+
 /* Late rows found in a step, written to streamwm.late_event_log. */
 typedef struct LateRows
 {
@@ -294,7 +297,8 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 		sw_spi_exec("UPDATE streamwm.query_def SET closed_until = $2,"
 					" windows_emitted = windows_emitted + $3,"
 					" rows_upserted = rows_upserted + $4,"
-					" last_error = NULL, last_error_time = NULL WHERE name = $1",
+					" last_error = NULL, last_error_time = NULL, errors = 0"
+					" WHERE name = $1",
 					4, utypes, uvalues, NULL, SPI_OK_UPDATE);
 
 		ReleaseCurrentSubTransaction();
@@ -338,7 +342,8 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
  * time any query still needs (windows not yet closed), DT_NOEND if none.
  */
 static TimestampTz
-close_all_windows(Oid relid, const SwStreamClock *clock)
+close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
+				  bool from_worker)
 {
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
@@ -362,8 +367,13 @@ close_all_windows(Oid relid, const SwStreamClock *clock)
 
 		if (def == NULL)
 			continue;
-		if (!TIMESTAMP_IS_NOBEGIN(clock->watermark) &&
-			def->closed_until < clock->watermark)
+		/* a worker retries a failing query with exponential backoff */
+		if (from_worker && def->errors > 0 &&
+			now < def->last_error_time +
+			Min(SW_QUERY_MAX_BACKOFF_US, USECS_PER_SEC << Min(def->errors - 1, 16)))
+			;
+		else if (!TIMESTAMP_IS_NOBEGIN(clock->watermark) &&
+				 def->closed_until < clock->watermark)
 		{
 			close_windows(def, clock, offsets);
 			def = sw_load_query(lfirst(lc));
@@ -423,11 +433,12 @@ apply_retention(Oid relid, const char *relname, const SwStreamClock *clock,
 /*
  * One step on one stream; see the file header.  The caller is connected to
  * SPI.  With max_rows > 0 at most about that many rows are read (a worker
- * tick); otherwise every committed row is.  Returns the rows read, or -1
- * when skip_locked and another step holds the stream.
+ * tick); otherwise every committed row is.  A worker (from_worker) skips a
+ * stream that another step holds and backs off failing queries.  Returns
+ * the rows read, or -1 when the stream was skipped.
  */
 int64
-sw_process_stream(Oid relid, TimestampTz now, bool skip_locked, int64 max_rows)
+sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 {
 	SwStreamClock clock;
 	int64		retention_us;
@@ -445,7 +456,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool skip_locked, int64 max_rows)
 	late.event_time = palloc(late.cap * sizeof(TimestampTz));
 	late.watermark = palloc(late.cap * sizeof(TimestampTz));
 
-	if (!load_stream(relid, skip_locked, &clock, &retention_us))
+	if (!load_stream(relid, from_worker, &clock, &retention_us))
 		return -1;
 	relname = sw_relation_name(relid);
 
@@ -473,7 +484,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool skip_locked, int64 max_rows)
 		sw_advance_watermark(&clock, now);
 
 	save_stream(relid, &clock, events, &late, now);
-	needed = close_all_windows(relid, &clock);
+	needed = close_all_windows(relid, &clock, now, from_worker);
 	apply_retention(relid, relname, &clock, retention_us, needed);
 	return events;
 }

@@ -8,7 +8,7 @@
 
 #include "datatype/timestamp.h"
 
-extern int64 sw_process_stream(Oid relid, TimestampTz now, bool skip_locked,
+extern int64 sw_process_stream(Oid relid, TimestampTz now, bool from_worker,
 							   int64 max_rows);
 
 #endif							/* STREAMWM_PROCESS_H */

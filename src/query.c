@@ -652,7 +652,8 @@ sw_load_query(const char *name)
 
 	values[0] = CStringGetTextDatum(name);
 	sw_spi_exec("SELECT stream, query, hop, size, result_table, start_offset,"
-				" search_path, owner, closed_until"
+				" search_path, owner, closed_until, errors,"
+				" coalesce(last_error_time, '-infinity')"
 				" FROM streamwm.query_def WHERE name = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -668,6 +669,8 @@ sw_load_query(const char *name)
 	def->search_path = TextDatumGetCString(sw_spi_getdatum(0, 7, &isnull));
 	def->owner = DatumGetObjectId(sw_spi_getdatum(0, 8, &isnull));
 	def->closed_until = DatumGetTimestampTz(sw_spi_getdatum(0, 9, &isnull));
+	def->errors = DatumGetInt64(sw_spi_getdatum(0, 10, &isnull));
+	def->last_error_time = DatumGetTimestampTz(sw_spi_getdatum(0, 11, &isnull));
 	return def;
 }
 

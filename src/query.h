@@ -28,6 +28,8 @@ typedef struct SwQueryDef
 	char	   *search_path;
 	Oid			owner;
 	TimestampTz closed_until;
+	int64		errors;			/* consecutive failures */
+	TimestampTz last_error_time;	/* DT_NOBEGIN if none */
 } SwQueryDef;
 
 typedef struct SwQueryContext

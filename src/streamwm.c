@@ -14,6 +14,7 @@
 #include "utils/guc.h"
 
 #include "catalog.h"
+#include "worker.h"
 
 PG_MODULE_MAGIC;
 
@@ -24,6 +25,10 @@ int			sw_batch_size = 100000;
 void
 _PG_init(void)
 {
+	/* nothing runs during pg_upgrade */
+	if (IsBinaryUpgrade)
+		return;
+
 	DefineCustomIntVariable("streamwm.batch_size",
 							"Rows read from a stream per batch of a processing step.",
 							"A step reads in batches of this many rows; a worker tick "
@@ -32,5 +37,42 @@ _PG_init(void)
 							100000, 1, INT_MAX,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
+	DefineCustomBoolVariable("streamwm.enabled",
+							 "Whether background workers process streams.",
+							 "When off, the workers idle; streamwm.process() still works.",
+							 &sw_enabled,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("streamwm.max_workers",
+							"Most database workers the launcher starts.",
+							"One worker serves one database; each takes a max_worker_processes slot.",
+							&sw_max_workers,
+							8, 1, 1024,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("streamwm.launcher_naptime",
+							"How often the launcher looks for new databases.",
+							NULL,
+							&sw_launcher_naptime,
+							10, 1, 3600,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("streamwm.worker_restart_seconds",
+							"How long the postmaster waits before restarting a failed database worker.",
+							NULL,
+							&sw_worker_restart_seconds,
+							5, 1, 3600,
+							PGC_SIGHUP, GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("streamwm.lock_timeout",
+							"lock_timeout of a worker's processing steps.",
+							"A step that waits longer for a lock fails and is retried, "
+							"so that DDL and users never wait long on a worker.",
+							&sw_lock_timeout_ms,
+							1000, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("streamwm");
+	sw_register_launcher();
 }

@@ -1,0 +1,537 @@
+/*-------------------------------------------------------------------------
+ * worker.c
+ *	  Owns the background workers (SPEC section 7).
+ *
+ * With shared_preload_libraries = 'streamwm':
+ *
+ *	 launcher	  one static worker, connected to no database.  At start, and
+ *				  every streamwm.launcher_naptime, it starts a database worker
+ *				  for every connectable database it has not probed yet.
+ *	 db worker	  one per database, started by the launcher or, at once, by
+ *				  CREATE EXTENSION (streamwm._launch()).  It takes a session
+ *				  advisory lock so that there is never more than one per
+ *				  database, and exits (for good) if the database has no
+ *				  streamwm, or when DROP EXTENSION removes it.
+ *
+ * A database worker processes each stream every watermark_granularity of
+ * that stream: one transaction per stream and tick, running exactly
+ * sw_process_stream(), as streamwm.process() does, with the wall clock as
+ * 'now' and at most streamwm.batch_size rows per tick.  A step that another
+ * step holds (a user's process() call) is skipped, not waited for.  Window
+ * queries run as their owners (process.c); an error in one query is
+ * recorded in streamwm.queries.last_error and retried with exponential
+ * backoff; an error in a whole step is logged and the stream retried with
+ * backoff.  Nothing is lost while it fails: the step's transaction rolls
+ * back and the next one starts from the last committed offsets.
+ *
+ * Crashes: a worker that exits with an error is restarted by the postmaster
+ * after streamwm.worker_restart_seconds; a SIGKILL makes the postmaster
+ * reinitialise, after which the launcher starts everything again.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "commands/dbcommands.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "catalog.h"
+#include "process.h"
+#include "worker.h"
+
+PG_FUNCTION_INFO_V1(streamwm_launch);
+
+PGDLLEXPORT void streamwm_launcher_main(Datum arg);
+PGDLLEXPORT void streamwm_worker_main(Datum arg);
+
+/* GUCs */
+bool		sw_enabled = true;
+int			sw_launcher_naptime = 10;
+int			sw_worker_restart_seconds = 5;
+int			sw_lock_timeout_ms = 1000;
+int			sw_max_workers = 8;
+
+/* field4 of the advisory lock that makes a database worker unique */
+#define SW_WORKER_LOCK_CLASS 0x7378
+
+/* longest a database worker sleeps, so it notices new streams soon */
+#define SW_MAX_SLEEP_MS 1000L
+/* longest backoff after errors */
+#define SW_MAX_BACKOFF_MS 60000L
+
+static bool
+library_preloaded(void)
+{
+	return process_shared_preload_libraries_in_progress;
+}
+
+/* Register the launcher; called from _PG_init when preloaded. */
+void
+sw_register_launcher(void)
+{
+	BackgroundWorker worker;
+
+	if (!library_preloaded())
+		return;
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 10;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "streamwm");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "streamwm_launcher_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "streamwm launcher");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "streamwm launcher");
+	RegisterBackgroundWorker(&worker);
+}
+
+/* Start the database worker of one database; false if no slot is free. */
+static bool
+start_db_worker(Oid dboid, const char *dbname)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = sw_worker_restart_seconds;
+	snprintf(worker.bgw_library_name, BGW_MAXLEN, "streamwm");
+	snprintf(worker.bgw_function_name, BGW_MAXLEN, "streamwm_worker_main");
+	snprintf(worker.bgw_name, BGW_MAXLEN, "streamwm worker for database %s",
+			 dbname ? dbname : "?");
+	snprintf(worker.bgw_type, BGW_MAXLEN, "streamwm worker");
+	worker.bgw_main_arg = ObjectIdGetDatum(dboid);
+	worker.bgw_notify_pid = 0;
+	return RegisterDynamicBackgroundWorker(&worker, &handle);
+}
+
+/* Database whose worker starts when the current transaction commits. */
+static Oid	launch_at_commit = InvalidOid;
+static bool launch_preloaded = false;
+static char launch_dbname[NAMEDATALEN];
+static bool launch_callback_registered = false;
+
+static void
+launch_xact_callback(XactEvent event, void *arg)
+{
+	if (!OidIsValid(launch_at_commit))
+		return;
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+
+			/*
+			 * Said here, not in the extension script, where CREATE EXTENSION
+			 * holds notices back.
+			 */
+			if (!launch_preloaded)
+				ereport(NOTICE,
+						(errmsg("streamwm is not in shared_preload_libraries: no background worker will process streams"),
+						 errdetail("Streams are processed only by calls to streamwm.process()."),
+						 errhint("Add streamwm to shared_preload_libraries and restart the server to process streams continuously.")));
+			break;
+		case XACT_EVENT_COMMIT:
+			if (launch_preloaded && !start_db_worker(launch_at_commit, launch_dbname))
+				ereport(WARNING,
+						(errmsg("could not start a streamwm worker for database \"%s\"",
+								launch_dbname),
+						 errhint("Raise max_worker_processes; the launcher retries every streamwm.launcher_naptime.")));
+			launch_at_commit = InvalidOid;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			launch_at_commit = InvalidOid;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * streamwm._launch() RETURNS boolean: start this database's worker when the
+ * transaction commits (CREATE EXTENSION runs it; a worker started earlier
+ * would not see the extension yet).  Without the library preloaded, says
+ * that no worker will run.  Returns whether a worker will start.
+ */
+Datum
+streamwm_launch(PG_FUNCTION_ARGS)
+{
+	char	   *libs = GetConfigOptionByName("shared_preload_libraries", NULL, false);
+
+	if (!launch_callback_registered)
+	{
+		RegisterXactCallback(launch_xact_callback, NULL);
+		launch_callback_registered = true;
+	}
+	launch_preloaded = libs != NULL && strstr(libs, "streamwm") != NULL;
+	launch_at_commit = MyDatabaseId;
+	strlcpy(launch_dbname, get_database_name(MyDatabaseId), NAMEDATALEN);
+	PG_RETURN_BOOL(launch_preloaded);
+}
+
+/* ---------------------------------------------------------------------
+ * The launcher
+ * ---------------------------------------------------------------------
+ */
+
+typedef struct ProbedDb
+{
+	Oid			dboid;			/* hash key */
+	bool		started;
+} ProbedDb;
+
+static List *
+connectable_databases(void)
+{
+	List	   *result = NIL;
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	StartTransactionCommand();
+	(void) GetTransactionSnapshot();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		if (db->datallowconn && !db->datistemplate)
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			result = lappend_oid(result, db->oid);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+	return result;
+}
+
+void
+streamwm_launcher_main(Datum arg)
+{
+	HTAB	   *probed;
+	HASHCTL		ctl;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	pgstat_report_appname("streamwm launcher");
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(ProbedDb);
+	probed = hash_create("streamwm probed databases", 16, &ctl, HASH_ELEM | HASH_BLOBS);
+
+	for (;;)
+	{
+		List	   *dbs;
+		ListCell   *lc;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+
+		dbs = connectable_databases();
+		foreach(lc, dbs)
+		{
+			Oid			dboid = lfirst_oid(lc);
+			bool		found;
+			ProbedDb   *entry = hash_search(probed, &dboid, HASH_ENTER, &found);
+
+			if (!found)
+				entry->started = false;
+			if (!entry->started && hash_get_num_entries(probed) <= sw_max_workers)
+			{
+				/*
+				 * A worker in a database without streamwm exits at once;
+				 * CREATE EXTENSION starts one later.
+				 */
+				StartTransactionCommand();
+				entry->started = start_db_worker(dboid, get_database_name(dboid));
+				CommitTransactionCommand();
+			}
+		}
+		list_free(dbs);
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 sw_launcher_naptime * 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * The database worker
+ * ---------------------------------------------------------------------
+ */
+
+typedef struct StreamSchedule
+{
+	Oid			stream;			/* hash key */
+	TimestampTz next_due;
+	int			failures;
+	bool		seen;
+} StreamSchedule;
+
+/* Per-tick memory of a database worker, reset at the top of each tick. */
+static MemoryContext tick_cxt = NULL;
+
+static void
+worker_start_transaction(const char *activity)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, activity);
+	/* do not make DROP EXTENSION or a user wait on us for long */
+	(void) set_config_option("lock_timeout", psprintf("%d", sw_lock_timeout_ms),
+							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+}
+
+static void
+worker_commit(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(tick_cxt);
+	pgstat_report_stat(false);
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * Refresh the schedule from streamwm.stream_def.  Returns false when the
+ * extension is gone from this database.
+ */
+static bool
+refresh_schedule(HTAB *schedule, TimestampTz now)
+{
+	HASH_SEQ_STATUS status;
+	StreamSchedule *entry;
+	bool		present;
+
+	worker_start_transaction("streamwm: reading streams");
+	present = OidIsValid(get_extension_oid("streamwm", true));
+	if (present)
+	{
+		sw_spi_exec("SELECT stream FROM streamwm.stream_def", 0, NULL, NULL, NULL,
+					SPI_OK_SELECT);
+		hash_seq_init(&status, schedule);
+		while ((entry = hash_seq_search(&status)) != NULL)
+			entry->seen = false;
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			Oid			relid = DatumGetObjectId(sw_spi_getdatum(i, 1, &isnull));
+			bool		found;
+
+			entry = hash_search(schedule, &relid, HASH_ENTER, &found);
+			if (!found)
+			{
+				entry->next_due = now;
+				entry->failures = 0;
+			}
+			entry->seen = true;
+		}
+		hash_seq_init(&status, schedule);
+		while ((entry = hash_seq_search(&status)) != NULL)
+		{
+			if (!entry->seen)
+				(void) hash_search(schedule, &entry->stream, HASH_REMOVE, NULL);
+		}
+	}
+	worker_commit();
+	return present;
+}
+
+/* One tick of one stream, in its own transaction.  Returns the granularity. */
+static int64
+tick_stream(Oid relid)
+{
+	char	   *name;
+	int64		granularity_us = USECS_PER_SEC;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	worker_start_transaction("streamwm: processing a stream");
+	name = get_rel_name(relid);
+	pgstat_report_activity(STATE_RUNNING,
+						   psprintf("streamwm: processing stream %s", name ? name : "?"));
+	sw_spi_exec("SELECT (extract(epoch FROM granularity) * 1000000)::int8"
+				" FROM streamwm.stream_def WHERE stream = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		granularity_us = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+		(void) sw_process_stream(relid, GetCurrentTimestamp(), true, sw_batch_size);
+	}
+	worker_commit();
+	return granularity_us;
+}
+
+void
+streamwm_worker_main(Datum arg)
+{
+	Oid			dboid = DatumGetObjectId(arg);
+	HTAB	   *schedule;
+	HASHCTL		ctl;
+	LOCKTAG		tag;
+	bool		got_lock;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	pgstat_report_appname("streamwm worker");
+
+	/* One worker per database: a session lock, gone when we exit. */
+	StartTransactionCommand();
+	SET_LOCKTAG_ADVISORY(tag, dboid, 0, 0, SW_WORKER_LOCK_CLASS);
+	got_lock = LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL;
+	CommitTransactionCommand();
+	if (!got_lock)
+		proc_exit(0);
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(StreamSchedule);
+	schedule = hash_create("streamwm stream schedule", 16, &ctl, HASH_ELEM | HASH_BLOBS);
+	tick_cxt = AllocSetContextCreate(TopMemoryContext, "streamwm tick",
+									 ALLOCSET_DEFAULT_SIZES);
+
+	for (;;)
+	{
+		TimestampTz now;
+		TimestampTz wake;
+		HASH_SEQ_STATUS status;
+		StreamSchedule *entry;
+		List	   *due = NIL;
+		ListCell   *lc;
+		long		sleep_ms;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		MemoryContextReset(tick_cxt);
+		MemoryContextSwitchTo(tick_cxt);
+
+		now = GetCurrentTimestamp();
+		if (!sw_enabled)
+			wake = now + SW_MAX_SLEEP_MS * 1000;
+		else
+		{
+			if (!refresh_schedule(schedule, now))
+			{
+				ereport(LOG,
+						(errmsg("streamwm worker for database %u stops: the extension is not installed",
+								dboid)));
+				proc_exit(0);
+			}
+			hash_seq_init(&status, schedule);
+			while ((entry = hash_seq_search(&status)) != NULL)
+			{
+				if (entry->next_due <= now)
+					due = lappend_oid(due, entry->stream);
+			}
+			foreach(lc, due)
+			{
+				Oid			relid = lfirst_oid(lc);
+				MemoryContext cxt = CurrentMemoryContext;
+				int64		granularity_us = USECS_PER_SEC;
+				bool		failed = false;
+
+				CHECK_FOR_INTERRUPTS();
+				PG_TRY();
+				{
+					granularity_us = tick_stream(relid);
+				}
+				PG_CATCH();
+				{
+					MemoryContextSwitchTo(cxt);
+					EmitErrorReport();
+					FlushErrorState();
+					AbortCurrentTransaction();
+					MemoryContextSwitchTo(tick_cxt);
+					pgstat_report_activity(STATE_IDLE, NULL);
+					failed = true;
+				}
+				PG_END_TRY();
+				MemoryContextSwitchTo(cxt);
+
+				entry = hash_search(schedule, &relid, HASH_FIND, NULL);
+				if (entry == NULL)
+					continue;
+				if (failed)
+				{
+					int64		backoff = Min(SW_MAX_BACKOFF_MS * 1000,
+											  granularity_us << Min(entry->failures, 16));
+
+					entry->failures++;
+					entry->next_due = GetCurrentTimestamp() + backoff;
+				}
+				else
+				{
+					entry->failures = 0;
+					/* keep the cadence; do not drift by the step's length */
+					entry->next_due += granularity_us;
+					if (entry->next_due < GetCurrentTimestamp())
+						entry->next_due = GetCurrentTimestamp();
+				}
+			}
+
+			wake = GetCurrentTimestamp() + SW_MAX_SLEEP_MS * 1000;
+			hash_seq_init(&status, schedule);
+			while ((entry = hash_seq_search(&status)) != NULL)
+			{
+				if (entry->next_due < wake)
+					wake = entry->next_due;
+			}
+		}
+
+		sleep_ms = (long) ((wake - GetCurrentTimestamp()) / 1000);
+		if (sleep_ms > 0)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 sleep_ms, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+		}
+	}
+}
