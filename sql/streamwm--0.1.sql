@@ -67,6 +67,28 @@ CREATE TABLE streamwm.late_event_log (
     PRIMARY KEY (stream, partition, sw_offset)
 );
 
+/*
+ * Any role may create streams and queries; each sees and changes only the
+ * catalog rows of the streams and queries it owns (or is a member of the
+ * owner of).  The background worker is a superuser process and sees all.
+ */
+GRANT SELECT, INSERT, UPDATE, DELETE ON streamwm.stream_def, streamwm.partition_state,
+    streamwm.query_def, streamwm.late_event_log TO PUBLIC;
+ALTER TABLE streamwm.stream_def ENABLE ROW LEVEL SECURITY;
+ALTER TABLE streamwm.partition_state ENABLE ROW LEVEL SECURITY;
+ALTER TABLE streamwm.query_def ENABLE ROW LEVEL SECURITY;
+ALTER TABLE streamwm.late_event_log ENABLE ROW LEVEL SECURITY;
+CREATE POLICY owner_rows ON streamwm.stream_def
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'))
+    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+CREATE POLICY owner_rows ON streamwm.query_def
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'))
+    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+CREATE POLICY stream_rows ON streamwm.partition_state
+    USING (EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = partition_state.stream));
+CREATE POLICY stream_rows ON streamwm.late_event_log
+    USING (EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = late_event_log.stream));
+
 SELECT pg_catalog.pg_extension_config_dump('streamwm.stream_def', '');
 SELECT pg_catalog.pg_extension_config_dump('streamwm.partition_state', '');
 SELECT pg_catalog.pg_extension_config_dump('streamwm.query_def', '');
@@ -458,7 +480,7 @@ END $$;
 
 /* A stream table dropped with plain DROP TABLE takes its catalog rows along. */
 CREATE FUNCTION streamwm._on_sql_drop() RETURNS event_trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     DELETE FROM streamwm.stream_def d
      USING pg_event_trigger_dropped_objects() o
@@ -477,8 +499,11 @@ CREATE EVENT TRIGGER streamwm_sql_drop ON sql_drop
 -- primary key (an index-only backward scan).
 CREATE FUNCTION streamwm._partition_head(stream regclass, part int,
     OUT last_offset bigint, OUT last_arrival timestamptz)
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
+    IF NOT EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = _partition_head.stream) THEN
+        RETURN;
+    END IF;
     EXECUTE format('SELECT sw_offset, sw_arrival FROM ONLY %s WHERE sw_partition = $1 '
                    'ORDER BY sw_offset DESC LIMIT 1', stream)
         INTO last_offset, last_arrival USING part;

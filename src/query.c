@@ -42,6 +42,7 @@
 #include "parser/parser.h"
 #include "parser/parsetree.h"
 #include "parser/scanner.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -716,6 +717,8 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	SwQueryContext cx;
 	SPIPlanPtr	plan;
 	char	   *sql;
+	Datum		values[SW_WINDOW_NPARAMS];
+	MemoryContext cxt = CurrentMemoryContext;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -725,12 +728,42 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("query \"%s\" does not exist", name)));
 	sw_enter_query_context(def, &cx);
-	sql = sw_upsert_sql(def->stream, def->query, def->hop_us, def->size_us,
-						def->result_table);
-	plan = SPI_prepare(sql, SW_WINDOW_NPARAMS, (Oid *) sw_window_param_types);
-	if (plan == NULL)
-		elog(ERROR, "could not plan window query \"%s\": %s", name,
-			 SPI_result_code_string(SPI_result));
+	PG_TRY();
+	{
+		sql = sw_upsert_sql(def->stream, def->query, def->hop_us, def->size_us,
+							def->result_table);
+		plan = SPI_prepare(sql, SW_WINDOW_NPARAMS, (Oid *) sw_window_param_types);
+		if (plan == NULL)
+			elog(ERROR, "could not plan window query \"%s\": %s", name,
+				 SPI_result_code_string(SPI_result));
+
+		/*
+		 * Run it over no window at all: planning does not check privileges,
+		 * starting the executor does, for every table the query reads.
+		 */
+		values[0] = Int64GetDatum(0);
+		values[1] = PointerGetDatum(construct_empty_array(INT8OID));
+		values[2] = TimestampTzGetDatum(DT_NOBEGIN);
+		values[3] = TimestampTzGetDatum(DT_NOBEGIN);
+		if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not run window query \"%s\"", name);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		/* the user's error, without our generated statement as context */
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(edata->sqlerrcode),
+				 errmsg_internal("%s", edata->message),
+				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+				 edata->hint ? errhint("%s", edata->hint) : 0,
+				 errcontext("window query \"%s\"", name)));
+	}
+	PG_END_TRY();
 	sw_leave_query_context(&cx);
 	SPI_finish();
 	PG_RETURN_VOID();
