@@ -1,0 +1,216 @@
+# Background workers (SPEC section 7): streams processed without any call to
+# streamwm.process(), one worker per database with the extension, restarts,
+# error isolation, DROP while processing, work run as the query's owner.
+#
+# Timing: every wait is a poll with a generous timeout; nothing asserts that
+# something happened within a tight bound.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('worker');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'streamwm'
+restart_after_crash = on
+streamwm.launcher_naptime = 1
+streamwm.worker_restart_seconds = 1
+max_worker_processes = 16
+});
+$node->start;
+
+sub workers
+{
+	my ($db) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = '$db'");
+}
+
+# --- one worker per database that has the extension, none elsewhere -------
+$node->safe_psql('postgres', 'CREATE DATABASE withext');
+$node->safe_psql('postgres', 'CREATE DATABASE noext');
+$node->safe_psql('withext', 'CREATE EXTENSION streamwm');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'withext'"),
+	'a worker runs for the database with the extension');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm launcher'"),
+	'the launcher runs');
+# give the launcher time to probe every database, then count again
+sleep 2;
+is(workers('noext'), '0', 'no worker stays in a database without the extension');
+is(workers('postgres'), '0', 'no worker in postgres either');
+
+$node->safe_psql('postgres', 'CREATE DATABASE third');
+$node->safe_psql('third', 'CREATE EXTENSION streamwm');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'third'"),
+	'CREATE EXTENSION while running starts that database\'s worker');
+is(workers('withext'), '1', 'still exactly one worker for withext');
+
+# --- live processing, real write times, no process() call ------------------
+$node->safe_psql('withext', q{
+	SELECT streamwm.create_stream('clicks', 'k text', watermark_delay => '0',
+	                              watermark_granularity => '200 ms', idle_timeout => '1 hour');
+	SELECT streamwm.create_query('clicks_per_sec', 'SELECT k, count(*) AS n FROM clicks GROUP BY k',
+	                             hop => '1 s', size => '1 s');
+	SELECT streamwm.create_query('clicks_hop', 'SELECT count(*) AS n FROM clicks',
+	                             hop => '1 s', size => '3 s');
+});
+for my $i (1 .. 20)
+{
+	$node->safe_psql('withext', "INSERT INTO clicks (k) VALUES ('a'), ('b'), ('a')");
+	select(undef, undef, undef, 0.15);
+}
+# the watermark is the newest write time: every window ending before it closes
+ok($node->poll_query_until('withext', q{
+	SELECT closed_until >= (SELECT max(sw_event_time) FROM clicks)
+	  FROM streamwm.queries WHERE query = 'clicks_per_sec'}),
+	'the worker advanced the watermark to the newest event');
+ok($node->poll_query_until('withext', q{
+	SELECT count(*) > 0 FROM clicks_per_sec}), 'results appear without process()');
+
+my $check_per_sec = q{
+	SELECT count(*) FROM (
+	  (SELECT window_start, k, n FROM clicks_per_sec
+	   EXCEPT
+	   SELECT streamwm.window_start(sw_event_time, '1 s'), k, count(*) FROM clicks
+	    GROUP BY 1, 2 HAVING streamwm.window_start(sw_event_time, '1 s') + '1 s'
+	                         <= (SELECT watermark FROM streamwm.streams WHERE stream = 'clicks'::regclass))
+	  UNION ALL
+	  (SELECT streamwm.window_start(sw_event_time, '1 s'), k, count(*) FROM clicks
+	    GROUP BY 1, 2 HAVING streamwm.window_start(sw_event_time, '1 s') + '1 s'
+	                         <= (SELECT closed_until FROM streamwm.queries WHERE query = 'clicks_per_sec')
+	   EXCEPT
+	   SELECT window_start, k, n FROM clicks_per_sec)) d};
+is($node->safe_psql('withext', $check_per_sec), '0',
+	'live results equal a recomputation from the stream');
+like($node->safe_psql('withext',
+	"SELECT query FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'withext'"),
+	qr/streamwm: processing stream clicks|^$/, 'pg_stat_activity names the stream being processed');
+
+# --- an idle partition with the real clock ---------------------------------
+$node->safe_psql('withext', q{
+	SELECT streamwm.create_stream('idle4', 'v int', partitions => 4, watermark_delay => '0',
+	                              watermark_granularity => '200 ms', idle_timeout => '2 s');
+	SELECT streamwm.create_query('idle4_q', 'SELECT count(*) AS n FROM idle4', hop => '1 s', size => '1 s');
+});
+for my $i (1 .. 8)
+{
+	$node->safe_psql('withext',
+		"INSERT INTO idle4 (sw_partition, v) VALUES (0, $i), (1, $i), (2, $i)");
+	select(undef, undef, undef, 0.2);
+}
+ok($node->poll_query_until('withext', q{
+	SELECT count(*) > 0 FROM idle4_q}),
+	'windows close once the empty partition is idle');
+is($node->safe_psql('withext', q{
+	SELECT bool_and(idle) FILTER (WHERE partition = 3) FROM streamwm.partitions
+	 WHERE stream = 'idle4'::regclass}), 't', 'partition 3 is shown idle');
+
+# --- a failing query: recorded, others unaffected, catches up once fixed ---
+$node->safe_psql('withext', q{
+	CREATE TABLE divisor (d int);
+	INSERT INTO divisor VALUES (0);
+	SELECT streamwm.create_stream('errs', 'v int', watermark_granularity => '200 ms',
+	                              idle_timeout => '1 hour');
+	SELECT streamwm.create_query('errs_bad', 'SELECT sum(v) / (SELECT d FROM divisor) AS r FROM errs',
+	                             hop => '1 s', size => '1 s');
+	SELECT streamwm.create_query('errs_good', 'SELECT sum(v) AS s FROM errs', hop => '1 s', size => '1 s');
+	SELECT streamwm.ingest('errs', '[{"v": 4}, {"v": 6}]', write_time => to_timestamp(10));
+	SELECT streamwm.ingest('errs', '{"v": 1}', write_time => to_timestamp(20));
+});
+ok($node->poll_query_until('withext', q{
+	SELECT last_error LIKE '%division by zero%' FROM streamwm.queries WHERE query = 'errs_bad'}),
+	'the failing query records last_error');
+ok($node->poll_query_until('withext', q{SELECT count(*) = 1 FROM errs_good}),
+	'the other query of the stream goes on');
+is($node->safe_psql('withext', q{SELECT count(*) FROM errs_bad}), '0', 'nothing from the failing query');
+$node->safe_psql('withext', 'UPDATE divisor SET d = 2');
+ok($node->poll_query_until('withext', q{
+	SELECT last_error IS NULL AND windows_emitted = 1 FROM streamwm.queries WHERE query = 'errs_bad'}),
+	'once fixed, the query catches up');
+is($node->safe_psql('withext', q{SELECT r FROM errs_bad}), '5', 'with the right value');
+
+# --- a query owned by an unprivileged role runs as that role ---------------
+$node->safe_psql('withext', q{
+	CREATE ROLE alice;
+	GRANT CREATE ON SCHEMA public TO alice;
+	CREATE TABLE secret (v int);
+	INSERT INTO secret VALUES (42);
+	GRANT SELECT ON secret TO alice;
+	SET ROLE alice;
+	SELECT streamwm.create_stream('alice_s', 'v int', watermark_granularity => '200 ms',
+	                              idle_timeout => '1 hour');
+	SELECT streamwm.create_query('alice_q', 'SELECT sum(v) + (SELECT max(v) FROM secret) AS r FROM alice_s',
+	                             hop => '1 s', size => '1 s');
+	RESET ROLE;
+	REVOKE SELECT ON secret FROM alice;
+	SET ROLE alice;
+	SELECT streamwm.ingest('alice_s', '{"v": 1}', write_time => to_timestamp(1));
+	SELECT streamwm.ingest('alice_s', '{"v": 1}', write_time => to_timestamp(5));
+	RESET ROLE;
+});
+ok($node->poll_query_until('withext', q{
+	SELECT last_error LIKE '%permission denied for table secret%' FROM streamwm.queries WHERE query = 'alice_q'}),
+	'the superuser worker cannot read a table for a query whose owner may not');
+is($node->safe_psql('withext', q{SELECT count(*) FROM alice_q}), '0', 'and emits nothing');
+
+# --- SIGKILL of the worker: restarted, nothing lost or duplicated ----------
+my $pid = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'withext'");
+ok($pid =~ /^\d+$/, 'found the worker');
+$node->safe_psql('withext', "INSERT INTO clicks (k) VALUES ('c')");
+kill 'KILL', $pid;
+# the postmaster reinitialises; wait until we can connect and a worker runs again
+$node->poll_query_until('postgres', 'SELECT 1', '1');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'withext'"),
+	'the worker is back after SIGKILL');
+for my $i (1 .. 10)
+{
+	$node->safe_psql('withext', "INSERT INTO clicks (k) VALUES ('a'), ('c')");
+	select(undef, undef, undef, 0.15);
+}
+ok($node->poll_query_until('withext', q{
+	SELECT closed_until >= (SELECT max(sw_event_time) FROM clicks)
+	  FROM streamwm.queries WHERE query = 'clicks_per_sec'}),
+	'processing resumed after the crash');
+is($node->safe_psql('withext', $check_per_sec), '0',
+	'after the crash the results still equal a recomputation: nothing lost, nothing doubled');
+is($node->safe_psql('withext', q{
+	SELECT (SELECT events FROM streamwm.streams WHERE stream = 'clicks'::regclass) = count(*) FROM clicks}),
+	't', 'every event counted exactly once');
+
+# --- DROP while the worker processes: no deadlock, no error storm ----------
+my $log_before = -s $node->logfile;
+$node->safe_psql('withext', q{
+	SELECT streamwm.create_stream('busy', 'v int', watermark_granularity => '100 ms');
+	SELECT streamwm.create_query('busy_q', 'SELECT count(*) AS n FROM busy', hop => '1 s', size => '1 s');
+	SELECT streamwm.create_query('busy_q2', 'SELECT sum(v) AS s FROM busy', hop => '1 s', size => '2 s');
+});
+for my $i (1 .. 10)
+{
+	$node->safe_psql('withext', "INSERT INTO busy (v) SELECT g FROM generate_series(1, 500) g");
+}
+$node->safe_psql('withext', "SELECT streamwm.drop_query('busy_q')");
+$node->safe_psql('withext', "SELECT streamwm.drop_stream('busy', cascade => true)");
+$node->safe_psql('third', q{
+	SELECT streamwm.create_stream('t3', 'v int', watermark_granularity => '100 ms');
+	INSERT INTO t3 (v) SELECT g FROM generate_series(1, 1000) g;
+});
+$node->safe_psql('third', 'DROP EXTENSION streamwm CASCADE');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'third'"),
+	'DROP EXTENSION stops that database\'s worker');
+is(workers('withext'), '1', 'the other database\'s worker goes on');
+sleep 1;
+my $log = slurp_file($node->logfile, $log_before);
+my $errors = () = $log =~ /ERROR:/g;
+ok($errors <= 2, "no error storm in the log after the drops ($errors errors)");
+unlike($log, qr/deadlock detected/, 'no deadlock');
+
+$node->stop;
+done_testing();
