@@ -61,7 +61,11 @@ regress_tests=$(sed -n 's/^REGRESS = //p' Makefile)
 "$PGXS_DIR/src/test/regress/pg_regress" --inputdir=. --outputdir=test/results \
     --bindir="$PG_BIN" --host="$PGHOST" --port="$PGPORT" --user=postgres \
     --dbname=contrib_regression $regress_tests 2>&1 | tee test/results/regress.log
+rc=${PIPESTATUS[0]}
 count_pg_regress test/results/regress.log
+if [ "$rc" != 0 ] && ! grep -qE '\.\.\. (FAILED|failed)' test/results/regress.log; then
+    failed=$((failed + 1)); failures="$failures pg_regress(exit $rc)"
+fi
 
 echo "== isolation"
 iso_tests=$(sed -n 's/^ISOLATION = //p' Makefile)
@@ -71,7 +75,11 @@ if [ -n "$iso_tests" ]; then
         --outputdir=test/results/isolation \
         --bindir="$PG_BIN" --host="$PGHOST" --port="$PGPORT" --user=postgres \
         --dbname=isolation_regression $iso_tests 2>&1 | tee test/results/isolation.log
+    rc=${PIPESTATUS[0]}
     count_pg_regress test/results/isolation.log
+    if [ "$rc" != 0 ] && ! grep -qE '\.\.\. (FAILED|failed)' test/results/isolation.log; then
+        failed=$((failed + 1)); failures="$failures pg_isolation_regress(exit $rc)"
+    fi
 fi
 cluster_stop "$dir"
 
@@ -80,7 +88,8 @@ export TESTDIR="$here/test/results/tap" PG_REGRESS="$PGXS_DIR/src/test/regress/p
 mkdir -p "$TESTDIR"
 for t in test/t/*.pl; do
     [ -e "$t" ] || continue
-    if prove -I "$PGXS_DIR/src/test/perl" -I test "$t" 2>&1 | tee -a test/results/tap.log; then
+    prove -I "$PGXS_DIR/src/test/perl" -I test "$t" 2>&1 | tee -a test/results/tap.log
+    if [ "${PIPESTATUS[0]}" = 0 ]; then
         passed=$((passed + 1))
     else
         failed=$((failed + 1))

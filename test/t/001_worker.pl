@@ -87,9 +87,11 @@ my $check_per_sec = q{
 	   SELECT window_start, k, n FROM clicks_per_sec)) d};
 is($node->safe_psql('withext', $check_per_sec), '0',
 	'live results equal a recomputation from the stream');
-like($node->safe_psql('withext',
-	"SELECT query FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'withext'"),
-	qr/streamwm: processing stream clicks|^$/, 'pg_stat_activity names the stream being processed');
+ok($node->poll_query_until('withext', q{
+	SELECT count(*) > 0 FROM pg_stat_activity
+	 WHERE backend_type = 'streamwm worker' AND application_name = 'streamwm worker'
+	   AND query = 'streamwm: processing stream clicks'}),
+	'pg_stat_activity names the stream being processed');
 
 # --- an idle partition with the real clock ---------------------------------
 $node->safe_psql('withext', q{
