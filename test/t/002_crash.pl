@@ -1,0 +1,282 @@
+# Exactly-once results through crashes (issue 4): concurrent writers feed a
+# 4-partition stream with out-of-order event times while the worker runs a
+# hopping and a tumbling query; the postmaster is killed with SIGKILL again
+# and again, at random moments and while the worker is closing windows.  At
+# the end each result table must equal a recomputation from the stream's
+# accepted rows, every acknowledged ingest must be in the stream table, the
+# watermark must never have gone back, and late stays late.
+#
+# STREAMWM_TEST_SCALE (default 1) multiplies the number of crashes: CI runs
+# 6, `STREAMWM_TEST_SCALE=10 bash test/run_tests.sh` runs 60.
+use strict;
+use warnings;
+use File::Temp qw(tempdir);
+use POSIX ();
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(sleep time);
+
+my $scale = $ENV{STREAMWM_TEST_SCALE} || 1;
+my $crashes = 6 * $scale;
+
+my $node = PostgreSQL::Test::Cluster->new('crash');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'streamwm'
+max_worker_processes = 16
+streamwm.launcher_naptime = 1
+streamwm.worker_restart_seconds = 1
+max_connections = 50
+});
+$node->start;
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION streamwm;
+	SELECT streamwm.create_stream('cs', 'id text, k int, v int, et timestamptz',
+	                              partitions => 4, event_time => 'et',
+	                              watermark_delay => '1 s', watermark_granularity => '100 ms',
+	                              idle_timeout => '1 hour');
+	SELECT streamwm.create_query('cs_hop', 'SELECT count(*) AS n, sum(v) AS s FROM cs',
+	                             hop => '1 s', size => '3 s');
+	SELECT streamwm.create_query('cs_tumble', 'SELECT k, count(*) AS n, sum(v) AS s FROM cs GROUP BY k',
+	                             hop => '2 s', size => '2 s');
+});
+
+my $dir = tempdir(CLEANUP => 1);
+my $stop = "$dir/stop";
+my $connstr = $node->connstr('postgres');
+my $psql = $node->installed_command('psql');
+my $pgbench = $node->installed_command('pgbench');
+
+# Tracked writers: one row per psql call; the id is recorded only once the
+# call returned success (the commit was acknowledged).
+sub tracked_writer
+{
+	my ($name, $how) = @_;
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	return $pid if $pid;
+	open(my $ack, '>>', "$dir/ack_$name") or die;
+	$ack->autoflush(1);
+	my $i = 0;
+	while (!-e $stop)
+	{
+		$i++;
+		my $id = "$name-$i";
+		my $p = int(rand(4));
+		my $v = int(rand(100));
+		my $sql = $how eq 'ingest'
+		  ? "SELECT streamwm.ingest('cs', jsonb_build_object('id', '$id', 'k', $v % 3, 'v', $v, "
+		  . "'et', clock_timestamp() - random() * interval '2.5 s'), partition => $p)"
+		  : "INSERT INTO cs (sw_partition, id, k, v, et) VALUES ($p, '$id', $v % 3, $v, "
+		  . "clock_timestamp() - random() * interval '2.5 s')";
+		if (system($psql, '-XAtq', '-d', $connstr, '-c', $sql) == 0)
+		{
+			print $ack "$id\n";
+		}
+		else
+		{
+			sleep 0.2;
+		}
+	}
+	POSIX::_exit(0);    # not exit: the END blocks would stop the node
+}
+
+# pgbench writers: load, restarted after every crash.
+open(my $f1, '>', "$dir/ingest.sql") or die;
+print $f1 q{\set p random(0, 3)
+\set v random(0, 99)
+SELECT streamwm.ingest('cs', jsonb_build_object('id', 'pgb', 'k', :v % 3, 'v', :v, 'et', clock_timestamp() - random() * interval '2.5 s'), partition => :p);
+};
+close $f1;
+open(my $f2, '>', "$dir/insert.sql") or die;
+print $f2 q{\set p random(0, 3)
+\set v random(0, 99)
+INSERT INTO cs (sw_partition, id, k, v, et) VALUES (:p, 'pgb', :v % 3, :v, clock_timestamp() - random() * interval '2.5 s');
+};
+close $f2;
+
+sub pgbench_writer
+{
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	return $pid if $pid;
+	while (!-e $stop)
+	{
+		system("$pgbench -n -c 2 -T 3 -R 100 -f $dir/ingest.sql -f $dir/insert.sql '$connstr' >/dev/null 2>&1");
+		sleep 0.3;
+	}
+	POSIX::_exit(0);    # not exit: the END blocks would stop the node
+}
+
+my @children = (tracked_writer('a', 'ingest'), tracked_writer('b', 'insert'),
+	tracked_writer('c', 'ingest'), pgbench_writer());
+
+sub restart
+{
+	my $pid = $node->{_pid};
+	$node->kill9;
+	for my $try (1 .. 100)
+	{
+		last unless kill(0, $pid);
+		sleep 0.1;
+	}
+	# orphaned backends must notice the postmaster's death before a restart
+	# can take the shared memory again: retry until it can
+	my $started = 0;
+	for my $try (1 .. 100)
+	{
+		$node->{_pid} = undef;
+		if ($node->start(fail_ok => 1)) { $started = 1; last; }
+		sleep 0.3;
+	}
+	die "the node did not restart" unless $started;
+	$node->poll_query_until('postgres', 'SELECT 1', '1');
+}
+
+sub state
+{
+	my $row = $node->safe_psql('postgres', q{
+		SELECT watermark, late_events,
+		       (SELECT count(*) FROM streamwm.late_events WHERE stream = 'cs'::regclass)
+		  FROM streamwm.streams WHERE stream = 'cs'::regclass});
+	return split /\|/, $row;
+}
+
+my $w_went_back = 0;
+my $late_lost = 0;
+my $during_closing = 0;
+for my $c (1 .. $crashes)
+{
+	sleep 1 + rand(2);
+	my $in_closing = 0;
+	if ($c % 2 == 0)
+	{
+		# aim at the worker while it is inside a step (closing windows)
+		for my $try (1 .. 200)
+		{
+			my $busy = $node->safe_psql('postgres', q{
+				SELECT count(*) FROM pg_stat_activity
+				 WHERE backend_type = 'streamwm worker' AND state = 'active'
+				   AND query = 'streamwm: processing stream cs'});
+			if ($busy eq '1') { $in_closing = 1; last; }
+		}
+	}
+	my $open;
+	if ($c == 2)
+	{
+		# a long open writer transaction across the crash
+		$node->safe_psql('postgres', q{
+			INSERT INTO cs (sw_partition, id, k, v, et) VALUES (3, 'before-open', 0, 1, clock_timestamp())});
+		$open = $node->background_psql('postgres', on_error_stop => 0);
+		$open->query_safe('BEGIN');
+		$open->query_safe(q{INSERT INTO cs (sw_partition, id, k, v, et)
+			SELECT 3, 'open-txn', 0, 1, clock_timestamp() FROM generate_series(1, 5)});
+	}
+	my ($w_before, $late_before, $late_rows_before) = state();
+	my $late_ids_before = $node->safe_psql('postgres', q{
+		SELECT string_agg(sw_offset::text, ',' ORDER BY sw_offset) FROM streamwm.late_events
+		 WHERE stream = 'cs'::regclass});
+	restart();
+	$during_closing += $in_closing;
+	eval { $open->quit if $open; };
+	my ($w_after, $late_after) = state();
+	$w_went_back++
+	  if $node->safe_psql('postgres', "SELECT '$w_after'::timestamptz < '$w_before'::timestamptz") eq 't';
+	if ($late_ids_before ne '')
+	{
+		$late_lost += $node->safe_psql('postgres', qq{
+			SELECT count(*) FROM unnest('{$late_ids_before}'::int8[]) o
+			 WHERE NOT EXISTS (SELECT 1 FROM streamwm.late_events l
+			                    WHERE l.stream = 'cs'::regclass AND l.sw_offset = o)});
+	}
+	note("crash $c: W $w_before -> $w_after, late $late_before -> $late_after"
+		  . ($in_closing ? ' (worker was inside a step)' : ''));
+}
+ok($crashes >= 5, "the postmaster was killed $crashes times");
+note("$during_closing crashes hit the worker inside a step");
+is($w_went_back, 0, 'the watermark after a restart is never below the one before the crash');
+is($late_lost, 0, 'an event late before a crash is still late after it');
+
+# stop the writers
+open(my $s, '>', $stop) or die;
+close $s;
+waitpid($_, 0) for @children;
+
+is($node->safe_psql('postgres', q{SELECT count(*) FROM cs WHERE id = 'open-txn'}), '0',
+	'rows of the transaction open at the crash vanished with it');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM cs WHERE id = 'before-open'}), '1',
+	'the row committed before it is there once');
+
+# every acknowledged ingest is in the stream table
+my @acked;
+for my $name ('a', 'b', 'c')
+{
+	next unless -e "$dir/ack_$name";
+	push @acked, grep { length } split /\n/, slurp_file("$dir/ack_$name");
+}
+ok(@acked > 50, scalar(@acked) . ' acknowledged tracked ingests');
+my $acked_list = join(',', map { "'$_'" } @acked);
+is($node->safe_psql('postgres', qq{
+	SELECT count(*) FROM (VALUES } . join(',', map { "('$_')" } @acked) . qq{) a(id)
+	 WHERE NOT EXISTS (SELECT 1 FROM cs WHERE cs.id = a.id)}), '0',
+	'every acknowledged ingest is in the stream table');
+is($node->safe_psql('postgres', qq{
+	SELECT count(*) FROM (SELECT id FROM cs WHERE id IN ($acked_list) GROUP BY id HAVING count(*) > 1) d}),
+	'0', 'and none twice');
+
+# move the watermark past every window: a far-future event in each partition
+$node->safe_psql('postgres', q{
+	INSERT INTO cs (sw_partition, id, k, v, et)
+	SELECT p, 'final', 0, 0, (SELECT max(et) FROM cs) + interval '1 hour' FROM generate_series(0, 3) p});
+ok($node->poll_query_until('postgres', q{
+	SELECT bool_and(q.closed_until > (SELECT max(et) FROM cs WHERE id <> 'final') + interval '5 s')
+	  FROM streamwm.queries q WHERE q.stream = 'cs'::regclass}),
+	'the worker closed every window');
+
+my $accepted = q{(SELECT s.* FROM cs s WHERE NOT EXISTS (
+	SELECT 1 FROM streamwm.late_events l WHERE l.stream = 'cs'::regclass
+	   AND l.partition = s.sw_partition AND l.sw_offset = s.sw_offset))};
+my $hop_check = qq{
+	WITH acc AS $accepted,
+	model AS (
+	  SELECT ws AS window_start, ws + interval '3 s' AS window_end, count(*) AS n, sum(v) AS s
+	    FROM acc, LATERAL (SELECT streamwm.window_start(acc.sw_event_time, '1 s') - j * interval '1 s' AS ws
+	                         FROM generate_series(0, 2) j) w
+	   GROUP BY ws
+	  HAVING ws + interval '3 s' <= (SELECT closed_until FROM streamwm.queries WHERE query = 'cs_hop'))
+	SELECT (SELECT count(*) FROM model),
+	       (SELECT count(*) FROM (SELECT * FROM model EXCEPT SELECT window_start, window_end, n, s FROM cs_hop) d),
+	       (SELECT count(*) FROM (SELECT window_start, window_end, n, s FROM cs_hop EXCEPT SELECT * FROM model) d)};
+my ($windows, $missing, $extra) = split /\|/, $node->safe_psql('postgres', $hop_check);
+ok($windows > 10, "hopping query: $windows windows");
+is($missing, '0', 'hopping query: no window missing or wrong');
+is($extra, '0', 'hopping query: no extra or wrong row');
+
+my $tumble_check = qq{
+	WITH acc AS $accepted,
+	model AS (
+	  SELECT streamwm.window_start(sw_event_time, '2 s') AS window_start,
+	         streamwm.window_start(sw_event_time, '2 s') + interval '2 s' AS window_end,
+	         k, count(*) AS n, sum(v) AS s
+	    FROM acc GROUP BY 1, 2, 3
+	  HAVING streamwm.window_start(sw_event_time, '2 s') + interval '2 s'
+	         <= (SELECT closed_until FROM streamwm.queries WHERE query = 'cs_tumble'))
+	SELECT (SELECT count(*) FROM model),
+	       (SELECT count(*) FROM (SELECT * FROM model EXCEPT SELECT window_start, window_end, k, n, s FROM cs_tumble) d),
+	       (SELECT count(*) FROM (SELECT window_start, window_end, k, n, s FROM cs_tumble EXCEPT SELECT * FROM model) d)};
+($windows, $missing, $extra) = split /\|/, $node->safe_psql('postgres', $tumble_check);
+ok($windows > 10, "tumbling query: $windows rows");
+is($missing, '0', 'tumbling query: no row missing or wrong');
+is($extra, '0', 'tumbling query: no extra or wrong row');
+
+my ($events, $rows, $late) = split /\|/, $node->safe_psql('postgres', q{
+	SELECT s.events, (SELECT count(*) FROM cs), s.late_events FROM streamwm.streams s
+	 WHERE s.stream = 'cs'::regclass});
+is($events, $rows, "every row counted exactly once ($rows rows, $late late)");
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM streamwm.queries WHERE stream = 'cs'::regclass AND last_error IS NOT NULL}),
+	'0', 'no query is left in error');
+
+$node->stop;
+done_testing();
