@@ -41,3 +41,14 @@ SELECT count(*) AS earliest_differences FROM (
   SELECT streamwm.window_start(sw_event_time, '10 s'), count(*), sum(v) FROM rc
    GROUP BY 1 HAVING streamwm.window_start(sw_event_time, '10 s') + '10 s'
                      <= (SELECT watermark FROM streamwm.streams WHERE stream = 'rc'::regclass)) d;
+
+-- How far things lag: rows written but not processed, rows not yet in a
+-- closed window, newest event time minus closed_until.
+SELECT sum(streamwm.ingest('rc', jsonb_build_object('v', i), write_time => to_timestamp(i)))
+  FROM generate_series(66, 70) i;
+SELECT stream, unprocessed_events, processing_lag > interval '0' AS lagging FROM streamwm.streams
+ WHERE stream = 'rc'::regclass;
+SELECT query, closed_until, pending_events, lag FROM streamwm.queries WHERE stream = 'rc'::regclass ORDER BY 1;
+SELECT streamwm.process('rc');
+SELECT stream, unprocessed_events, processing_lag FROM streamwm.streams WHERE stream = 'rc'::regclass;
+SELECT query, closed_until, pending_events, lag FROM streamwm.queries WHERE stream = 'rc'::regclass ORDER BY 1;

@@ -509,6 +509,38 @@ BEGIN
         INTO last_offset, last_arrival USING part;
 END $$;
 
+-- Rows of a partition written but not yet processed, and when the oldest
+-- of them arrived.
+CREATE FUNCTION streamwm._partition_backlog(stream regclass, part int, processed bigint,
+    OUT events bigint, OUT oldest_arrival timestamptz)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = _partition_backlog.stream) THEN
+        RETURN;
+    END IF;
+    EXECUTE format('SELECT count(*), min(sw_arrival) FROM ONLY %s '
+                   'WHERE sw_partition = $1 AND sw_offset > $2', stream)
+        INTO events, oldest_arrival USING part, processed;
+END $$;
+
+-- How far a query trails its stream: rows not yet in a window it closed
+-- (processed or not), and the newest event time minus closed_until.
+CREATE FUNCTION streamwm._query_lag(stream regclass, closed_until timestamptz,
+    OUT pending_events bigint, OUT lag interval)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    newest timestamptz;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = _query_lag.stream) THEN
+        RETURN;
+    END IF;
+    EXECUTE format('SELECT count(*), max(sw_event_time) FROM ONLY %s WHERE sw_event_time >= $1', stream)
+        INTO pending_events, newest USING closed_until;
+    lag := CASE WHEN newest IS NULL THEN interval '0'
+                WHEN closed_until = '-infinity' THEN NULL
+                ELSE greatest(newest - closed_until, interval '0') END;
+END $$;
+
 CREATE VIEW streamwm.partitions AS
 SELECT p.stream,
        p.partition,
@@ -541,8 +573,15 @@ SELECT d.stream,
        d.expired_rows,
        d.created,
        d.owner,
-       d.last_processed
-  FROM streamwm.stream_def d;
+       d.last_processed,
+       b.unprocessed_events,
+       coalesce(clock_timestamp() - b.oldest_unprocessed, interval '0') AS processing_lag
+  FROM streamwm.stream_def d
+  CROSS JOIN LATERAL (
+      SELECT sum(x.events)::bigint AS unprocessed_events, min(x.oldest_arrival) AS oldest_unprocessed
+        FROM streamwm.partition_state p,
+             LATERAL streamwm._partition_backlog(p.stream, p.partition, p.processed_offset) x
+       WHERE p.stream = d.stream) b;
 
 CREATE VIEW streamwm.queries AS
 SELECT q.name AS query,
@@ -557,8 +596,11 @@ SELECT q.name AS query,
        q.rows_upserted,
        q.start_from,
        q.owner,
-       q.query AS definition
-  FROM streamwm.query_def q;
+       q.query AS definition,
+       l.pending_events,
+       l.lag
+  FROM streamwm.query_def q
+  CROSS JOIN LATERAL streamwm._query_lag(q.stream, q.closed_until) l;
 
 CREATE VIEW streamwm.late_events AS
 SELECT l.stream, l.partition, l.sw_offset, l.sw_event_time, l.watermark
