@@ -116,3 +116,30 @@ sw_timestamptz_array(const TimestampTz *values, int n)
 	return PointerGetDatum(construct_array(d, n, TIMESTAMPTZOID, 8,
 										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
+
+/*
+ * Re-raise the error being handled (inside PG_CATCH) with more said about
+ * where it happened: a prefix for its message ("row 3, column \"v\""), a
+ * context line, and for errors in a text the user gave us (an expression, a
+ * query), its position in that text rather than in the calling statement.
+ * 'cxt' is the memory context that was current before PG_TRY.
+ */
+void
+sw_reraise(MemoryContext cxt, const char *prefix, const char *context,
+		   const char *source)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	ereport(ERROR,
+			(errcode(edata->sqlerrcode),
+			 prefix ? errmsg_internal("%s: %s", prefix, edata->message)
+			 : errmsg_internal("%s", edata->message),
+			 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+			 edata->hint ? errhint("%s", edata->hint) : 0,
+			 context ? errcontext("%s", context) : 0,
+			 (source && edata->cursorpos > 0) ? internalerrposition(edata->cursorpos) : 0,
+			 (source && edata->cursorpos > 0) ? internalerrquery(source) : 0));
+}

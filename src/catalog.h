@@ -19,5 +19,7 @@ extern Datum sw_spi_getdatum(int row, int col, bool *isnull);
 extern Datum sw_int8_array(const int64 *values, int n);
 extern Datum sw_int4_array(const int32 *values, int n);
 extern Datum sw_timestamptz_array(const TimestampTz *values, int n);
+extern void sw_reraise(MemoryContext cxt, const char *prefix, const char *context,
+					   const char *source) pg_attribute_noreturn();
 
 #endif							/* STREAMWM_CATALOG_H */

@@ -626,17 +626,9 @@ json_to_datum_reported(IngestCall *call, JsonbValue *v, Form_pg_attribute att,
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		ereport(ERROR,
-				(errcode(edata->sqlerrcode),
-				 errmsg("%s %d, column \"%s\": %s", call->unit, call->rowno,
-						NameStr(att->attname), edata->message),
-				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
-				 edata->hint ? errhint("%s", edata->hint) : 0));
+		sw_reraise(cxt, psprintf("%s %d, column \"%s\"", call->unit, call->rowno,
+								 NameStr(att->attname)),
+				   NULL, NULL);
 	}
 	PG_END_TRY();
 	return result;
@@ -936,15 +928,7 @@ streamwm_ingest_lines(PG_FUNCTION_ARGS)
 		}
 		PG_CATCH();
 		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(cxt);
-			edata = CopyErrorData();
-			FlushErrorState();
-			ereport(ERROR,
-					(errcode(edata->sqlerrcode),
-					 errmsg("malformed JSON in line %d: %s", lineno, edata->message),
-					 edata->detail ? errdetail_internal("%s", edata->detail) : 0));
+			sw_reraise(cxt, psprintf("malformed JSON in line %d", lineno), NULL, NULL);
 		}
 		PG_END_TRY();
 		call.rowno = lineno;

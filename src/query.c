@@ -66,29 +66,6 @@ typedef struct ParsedQuery
 	RawStmt    *raw;
 } ParsedQuery;
 
-/*
- * Re-raise the current error so that its position, if any, points into the
- * window query's text rather than into the statement that called us.
- */
-static void
-rethrow_in_query(MemoryContext cxt, const char *query)
-{
-	ErrorData  *edata;
-
-	MemoryContextSwitchTo(cxt);
-	edata = CopyErrorData();
-	if (edata->cursorpos <= 0)
-		PG_RE_THROW();
-	FlushErrorState();
-	ereport(ERROR,
-			(errcode(edata->sqlerrcode),
-			 errmsg_internal("%s", edata->message),
-			 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
-			 edata->hint ? errhint("%s", edata->hint) : 0,
-			 internalerrposition(edata->cursorpos),
-			 internalerrquery(query)));
-}
-
 static List *
 raw_parse_query(const char *query)
 {
@@ -101,7 +78,7 @@ raw_parse_query(const char *query)
 	}
 	PG_CATCH();
 	{
-		rethrow_in_query(cxt, query);
+		sw_reraise(cxt, NULL, NULL, query);
 	}
 	PG_END_TRY();
 	return raw;
@@ -119,7 +96,7 @@ analyze_query(RawStmt *rs, const char *query)
 	}
 	PG_CATCH();
 	{
-		rethrow_in_query(cxt, query);
+		sw_reraise(cxt, NULL, NULL, query);
 	}
 	PG_END_TRY();
 	return q;
@@ -750,18 +727,8 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
 		/* the user's error, without our generated statement as context */
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		ereport(ERROR,
-				(errcode(edata->sqlerrcode),
-				 errmsg_internal("%s", edata->message),
-				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
-				 edata->hint ? errhint("%s", edata->hint) : 0,
-				 errcontext("window query \"%s\"", name)));
+		sw_reraise(cxt, NULL, psprintf("window query \"%s\"", name), NULL);
 	}
 	PG_END_TRY();
 	sw_leave_query_context(&cx);

@@ -39,13 +39,26 @@ passed=0
 failed=0
 failures=""
 
-count_pg_regress() {    # count_pg_regress LOGFILE
-    local ok bad
-    ok=$(grep -cE '\.\.\. ok|^ok [0-9]+' "$1")
-    bad=$(grep -cE '\.\.\. FAILED|\.\.\. failed|^not ok [0-9]+' "$1")
+# run_suite NAME DRIVER INPUTDIR OUTPUTDIR DBNAME TESTS...: one pg_regress-style
+# run against the cluster, counted from its "... ok" / "... FAILED" lines
+# (and as one failure if it exits non-zero without saying which test failed)
+run_suite() {
+    local name=$1 driver=$2 inputdir=$3 outputdir=$4 dbname=$5 log="test/results/$1.log"
+    shift 5
+    [ $# -gt 0 ] || return 0
+    echo "== $name"
+    mkdir -p "$outputdir"
+    "$driver" --inputdir="$inputdir" --outputdir="$outputdir" --bindir="$PG_BIN" \
+        --host="$PGHOST" --port="$PGPORT" --user=postgres --dbname="$dbname" "$@" 2>&1 | tee "$log"
+    local rc=${PIPESTATUS[0]} ok bad
+    ok=$(grep -cE '\.\.\. ok' "$log")
+    bad=$(grep -cE '\.\.\. (FAILED|failed)' "$log")
     passed=$((passed + ok))
     failed=$((failed + bad))
-    [ "$bad" = 0 ] || failures="$failures $(grep -E '\.\.\. (FAILED|failed)|^not ok' "$1" | awk '{print $2}' | tr '\n' ' ')"
+    [ "$bad" = 0 ] || failures="$failures $(grep -E '\.\.\. (FAILED|failed)' "$log" | awk '{print $2}' | tr '\n' ' ')"
+    if [ "$rc" != 0 ] && [ "$bad" = 0 ]; then
+        failed=$((failed + 1)); failures="$failures $name(exit $rc)"
+    fi
 }
 
 dir=$(mktemp -d /tmp/streamwm-pg.XXXXXX)
@@ -56,31 +69,10 @@ if ! cluster_start "$dir"; then
     exit 1
 fi
 
-echo "== pg_regress"
-regress_tests=$(sed -n 's/^REGRESS = //p' Makefile)
-"$PGXS_DIR/src/test/regress/pg_regress" --inputdir=. --outputdir=test/results \
-    --bindir="$PG_BIN" --host="$PGHOST" --port="$PGPORT" --user=postgres \
-    --dbname=contrib_regression $regress_tests 2>&1 | tee test/results/regress.log
-rc=${PIPESTATUS[0]}
-count_pg_regress test/results/regress.log
-if [ "$rc" != 0 ] && ! grep -qE '\.\.\. (FAILED|failed)' test/results/regress.log; then
-    failed=$((failed + 1)); failures="$failures pg_regress(exit $rc)"
-fi
-
-echo "== isolation"
-iso_tests=$(sed -n 's/^ISOLATION = //p' Makefile)
-if [ -n "$iso_tests" ]; then
-    mkdir -p test/results/isolation
-    "$PGXS_DIR/src/test/isolation/pg_isolation_regress" --inputdir=test \
-        --outputdir=test/results/isolation \
-        --bindir="$PG_BIN" --host="$PGHOST" --port="$PGPORT" --user=postgres \
-        --dbname=isolation_regression $iso_tests 2>&1 | tee test/results/isolation.log
-    rc=${PIPESTATUS[0]}
-    count_pg_regress test/results/isolation.log
-    if [ "$rc" != 0 ] && ! grep -qE '\.\.\. (FAILED|failed)' test/results/isolation.log; then
-        failed=$((failed + 1)); failures="$failures pg_isolation_regress(exit $rc)"
-    fi
-fi
+run_suite regress "$PGXS_DIR/src/test/regress/pg_regress" . test/results \
+    contrib_regression $(sed -n 's/^REGRESS = //p' Makefile)
+run_suite isolation "$PGXS_DIR/src/test/isolation/pg_isolation_regress" test test/results/isolation \
+    isolation_regression $(sed -n 's/^ISOLATION = //p' Makefile)
 cluster_stop "$dir"
 
 echo "== TAP"
