@@ -103,3 +103,18 @@ SELECT streamwm.process('errs');
 SELECT query, closed_until, windows_emitted, last_error FROM streamwm.queries
  WHERE stream = 'errs'::regclass ORDER BY 1;
 SELECT window_start, r FROM errs_div;
+
+-- a dropped result table: recorded; once re-created, the query catches up
+SELECT streamwm.create_stream('rt', 'v int');
+SELECT streamwm.create_query('rt_q', 'SELECT sum(v) AS s FROM rt', hop => '10 s', size => '10 s');
+DROP TABLE rt_q;
+SELECT streamwm.ingest('rt', '[{"v": 1}, {"v": 2}]', write_time => to_timestamp(1));
+SELECT streamwm.ingest('rt', '{"v": 5}', write_time => to_timestamp(12));
+SELECT streamwm.process('rt');
+SELECT query, result_table, windows_emitted, last_error FROM streamwm.queries WHERE query = 'rt_q';
+CREATE TABLE rt_q (window_start timestamptz PRIMARY KEY, window_end timestamptz, s bigint);
+SELECT streamwm.process('rt');
+SELECT query, result_table, windows_emitted, last_error FROM streamwm.queries WHERE query = 'rt_q';
+SELECT window_start, s FROM rt_q;
+SELECT streamwm.drop_query('rt_q', drop_result => true);
+SELECT to_regclass('rt_q');

@@ -44,6 +44,7 @@ CREATE TABLE streamwm.query_def (
     hop             interval NOT NULL,
     size            interval NOT NULL,
     result_table    regclass NOT NULL,
+    result_name     text NOT NULL,      -- to find it again if dropped and re-created
     start_from      text NOT NULL CHECK (start_from IN ('latest', 'earliest')),
     start_offset    bigint NOT NULL,
     search_path     text NOT NULL,
@@ -443,9 +444,9 @@ BEGIN
         start_at := 0;
     END IF;
 
-    INSERT INTO streamwm.query_def (name, stream, query, hop, size, result_table,
+    INSERT INTO streamwm.query_def (name, stream, query, hop, size, result_table, result_name,
                                     start_from, start_offset, search_path, closed_until)
-    VALUES (name, s.stream, query, hop, size, rel, start_from, start_at,
+    VALUES (name, s.stream, query, hop, size, rel, rel::text, start_from, start_at,
             current_setting('search_path'),
             CASE WHEN start_from = 'latest' THEN s.watermark ELSE '-infinity' END);
 
@@ -465,6 +466,7 @@ RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     q streamwm.query_def;
+    rel regclass;
 BEGIN
     SELECT * INTO q FROM streamwm.query_def qd WHERE qd.name = drop_query.name;
     IF NOT FOUND THEN
@@ -473,8 +475,12 @@ BEGIN
     -- Same lock order as process(): the stream's catalog row first.
     PERFORM 1 FROM streamwm.stream_def d WHERE d.stream = q.stream FOR UPDATE;
     DELETE FROM streamwm.query_def qd WHERE qd.name = q.name;
-    IF coalesce(drop_result, false) AND to_regclass(q.result_table::text) IS NOT NULL THEN
-        EXECUTE format('DROP TABLE %s', q.result_table);
+    IF coalesce(drop_result, false) THEN
+        rel := coalesce((SELECT c.oid FROM pg_class c WHERE c.oid = q.result_table),
+                        to_regclass(q.result_name));
+        IF rel IS NOT NULL THEN
+            EXECUTE format('DROP TABLE %s', rel);
+        END IF;
     END IF;
 END $$;
 
@@ -588,7 +594,8 @@ SELECT q.name AS query,
        q.stream,
        q.hop,
        q.size,
-       q.result_table,
+       coalesce((SELECT c.oid::regclass FROM pg_catalog.pg_class c WHERE c.oid = q.result_table),
+                to_regclass(q.result_name)) AS result_table,
        q.closed_until,
        q.windows_emitted,
        q.last_error,

@@ -269,16 +269,15 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 	{
 		SwQueryContext qcx;
 		Datum		values[SW_WINDOW_NPARAMS];
-		Oid			utypes[4] = {TEXTOID, TIMESTAMPTZOID, INT8OID, INT8OID};
-		Datum		uvalues[4];
+		Oid			utypes[5] = {TEXTOID, TIMESTAMPTZOID, INT8OID, INT8OID, OIDOID};
+		Datum		uvalues[5];
 		int64		windows;
 		int64		rows;
 		bool		isnull;
 		char	   *sql;
 
 		sw_enter_query_context(def, &qcx);
-		sql = sw_upsert_sql(def->stream, def->query, def->hop_us, def->size_us,
-							def->result_table);
+		sql = sw_upsert_sql(def);
 		values[0] = Int64GetDatum(def->start_offset);
 		values[1] = offsets;
 		values[2] = TimestampTzGetDatum(TIMESTAMP_IS_NOBEGIN(def->closed_until) ?
@@ -294,12 +293,13 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 		uvalues[1] = TimestampTzGetDatum(clock->watermark);
 		uvalues[2] = Int64GetDatum(windows);
 		uvalues[3] = Int64GetDatum(rows);
+		uvalues[4] = ObjectIdGetDatum(def->result_table);
 		sw_spi_exec("UPDATE streamwm.query_def SET closed_until = $2,"
 					" windows_emitted = windows_emitted + $3,"
-					" rows_upserted = rows_upserted + $4,"
+					" rows_upserted = rows_upserted + $4, result_table = $5,"
 					" last_error = NULL, last_error_time = NULL, errors = 0"
 					" WHERE name = $1",
-					4, utypes, uvalues, NULL, SPI_OK_UPDATE);
+					5, utypes, uvalues, NULL, SPI_OK_UPDATE);
 
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);

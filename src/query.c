@@ -568,22 +568,28 @@ sw_window_select(Oid relid, const char *query, int64 hop_us, int64 size_us)
  * result table and reports (windows, rows).  Parameters as above.
  */
 char *
-sw_upsert_sql(Oid relid, const char *query, int64 hop_us, int64 size_us,
-			  Oid result_relid)
+sw_upsert_sql(const SwQueryDef *def)
 {
-	List	   *cols = sw_query_columns(relid, query);
+	List	   *cols;
 	StringInfoData sql;
 	StringInfoData keys;
 	StringInfoData sets;
 	ListCell   *lc;
 
+	if (!OidIsValid(def->result_table))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("result table %s of query \"%s\" does not exist",
+						def->result_name, def->name),
+				 errhint("Create it again with the same columns and key, or drop the query.")));
+	cols = sw_query_columns(def->stream, def->query);
 	initStringInfo(&sql);
 	initStringInfo(&keys);
 	initStringInfo(&sets);
 	appendStringInfoString(&keys, "window_start");
 	appendStringInfoString(&sets, "window_end = EXCLUDED.window_end");
 	appendStringInfo(&sql, "WITH sw_ins AS (INSERT INTO %s AS sw_r (window_start, window_end",
-					 sw_relation_name(result_relid));
+					 sw_relation_name(def->result_table));
 	foreach(lc, cols)
 	{
 		SwOutputColumn *col = lfirst(lc);
@@ -598,7 +604,7 @@ sw_upsert_sql(Oid relid, const char *query, int64 hop_us, int64 size_us,
 	appendStringInfo(&sql, ") %s ON CONFLICT (%s) DO UPDATE SET %s"
 					 " RETURNING sw_r.window_start)"
 					 " SELECT pg_catalog.count(DISTINCT window_start), pg_catalog.count(*) FROM sw_ins",
-					 sw_window_select(relid, query, hop_us, size_us),
+					 sw_window_select(def->stream, def->query, def->hop_us, def->size_us),
 					 keys.data, sets.data);
 	return sql.data;
 }
@@ -629,9 +635,11 @@ sw_load_query(const char *name)
 	bool		isnull;
 
 	values[0] = CStringGetTextDatum(name);
-	sw_spi_exec("SELECT stream, query, hop, size, result_table, start_offset,"
-				" search_path, owner, closed_until, errors,"
-				" coalesce(last_error_time, '-infinity')"
+	sw_spi_exec("SELECT stream, query, hop, size,"
+				" coalesce((SELECT c.oid FROM pg_catalog.pg_class c WHERE c.oid = result_table),"
+				" pg_catalog.to_regclass(result_name)::pg_catalog.oid, 0::pg_catalog.oid),"
+				" start_offset, search_path, owner, closed_until, errors,"
+				" coalesce(last_error_time, '-infinity'), result_name"
 				" FROM streamwm.query_def WHERE name = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -649,6 +657,7 @@ sw_load_query(const char *name)
 	def->closed_until = DatumGetTimestampTz(sw_spi_getdatum(0, 9, &isnull));
 	def->errors = DatumGetInt64(sw_spi_getdatum(0, 10, &isnull));
 	def->last_error_time = DatumGetTimestampTz(sw_spi_getdatum(0, 11, &isnull));
+	def->result_name = TextDatumGetCString(sw_spi_getdatum(0, 12, &isnull));
 	return def;
 }
 
@@ -707,8 +716,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	sw_enter_query_context(def, &cx);
 	PG_TRY();
 	{
-		sql = sw_upsert_sql(def->stream, def->query, def->hop_us, def->size_us,
-							def->result_table);
+		sql = sw_upsert_sql(def);
 		plan = SPI_prepare(sql, SW_WINDOW_NPARAMS, (Oid *) sw_window_param_types);
 		if (plan == NULL)
 			elog(ERROR, "could not plan window query \"%s\": %s", name,

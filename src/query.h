@@ -23,7 +23,8 @@ typedef struct SwQueryDef
 	char	   *query;
 	int64		hop_us;
 	int64		size_us;
-	Oid			result_table;
+	Oid			result_table;	/* InvalidOid if dropped and not re-created */
+	char	   *result_name;
 	int64		start_offset;
 	char	   *search_path;
 	Oid			owner;
@@ -45,8 +46,7 @@ extern const Oid sw_window_param_types[SW_WINDOW_NPARAMS];
 extern List *sw_query_columns(Oid relid, const char *query);
 extern char *sw_window_select(Oid relid, const char *query, int64 hop_us,
 							  int64 size_us);
-extern char *sw_upsert_sql(Oid relid, const char *query, int64 hop_us,
-						   int64 size_us, Oid result_relid);
+extern char *sw_upsert_sql(const SwQueryDef *def);
 extern SwQueryDef *sw_load_query(const char *name);
 extern void sw_enter_query_context(SwQueryDef *def, SwQueryContext *cx);
 extern void sw_leave_query_context(SwQueryContext *cx);
