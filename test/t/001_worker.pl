@@ -136,6 +136,23 @@ ok($node->poll_query_until('withext', q{
 	'once fixed, the query catches up');
 is($node->safe_psql('withext', q{SELECT r FROM errs_bad}), '5', 'with the right value');
 
+# --- a lock timeout: a user holds the result table; recorded, then catches up
+my $holder = $node->background_psql('withext');
+$holder->query_safe('BEGIN');
+$holder->query_safe('LOCK TABLE errs_good IN ACCESS EXCLUSIVE MODE');
+$node->safe_psql('withext', q{SELECT streamwm.ingest('errs', '{"v": 7}', write_time => to_timestamp(30))});
+ok($node->poll_query_until('withext', q{
+	SELECT last_error LIKE '%lock timeout%' FROM streamwm.queries WHERE query = 'errs_good'}),
+	'a lock timeout on the result table is recorded');
+ok($node->poll_query_until('withext', q{
+	SELECT windows_emitted = 2 FROM streamwm.queries WHERE query = 'errs_bad'}),
+	'the other query of the stream goes on meanwhile');
+$holder->query_safe('COMMIT');
+$holder->quit;
+ok($node->poll_query_until('withext', q{
+	SELECT last_error IS NULL AND windows_emitted = 2 FROM streamwm.queries WHERE query = 'errs_good'}),
+	'once the lock is gone the query catches up');
+
 # --- a query owned by an unprivileged role runs as that role ---------------
 $node->safe_psql('withext', q{
 	CREATE ROLE alice;
