@@ -35,6 +35,18 @@ SELECT query, windows_emitted, last_error FROM streamwm.queries WHERE query = 'a
 SELECT window_start, s FROM alice_q;
 SELECT tableowner FROM pg_tables WHERE tablename IN ('alice_s', 'alice_q') ORDER BY 1;
 
+-- the stream is read and retention runs as its owner too: a trigger alice
+-- put on her stream table never runs as the superuser
+SET ROLE regress_sw_alice;
+CREATE TABLE alice_log (who name);
+CREATE FUNCTION alice_note() RETURNS trigger LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO public.alice_log VALUES (current_user); RETURN OLD; END$$;
+CREATE TRIGGER alice_note BEFORE DELETE ON alice_s FOR EACH ROW EXECUTE FUNCTION alice_note();
+SELECT streamwm.ingest('alice_s', '{"v": 1}', write_time => to_timestamp(200000));
+RESET ROLE;
+SELECT streamwm.process('alice_s');
+SELECT who, count(*) FROM alice_log GROUP BY who;
+
 -- bob sees neither alice's catalog rows nor can he change them
 SET ROLE regress_sw_bob;
 SELECT count(*) FROM streamwm.query_def;
@@ -45,7 +57,8 @@ SELECT streamwm.ingest('alice_s', '{"v": 5}');
 RESET ROLE;
 
 SELECT streamwm.drop_stream('alice_s', cascade => true);
-DROP TABLE alice_q, secret, shared_dim;
+DROP TABLE alice_q, secret, shared_dim, alice_log;
+DROP FUNCTION alice_note();
 REVOKE CREATE ON SCHEMA public FROM regress_sw_alice, regress_sw_bob;
 DROP ROLE regress_sw_alice;
 DROP ROLE regress_sw_bob;

@@ -7,8 +7,12 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+#include "utils/syscache.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -142,4 +146,45 @@ sw_reraise(MemoryContext cxt, const char *prefix, const char *context,
 			 context ? errcontext("%s", context) : 0,
 			 (source && edata->cursorpos > 0) ? internalerrposition(edata->cursorpos) : 0,
 			 (source && edata->cursorpos > 0) ? internalerrquery(source) : 0));
+}
+
+/*
+ * Run what follows as 'role', with SECURITY_RESTRICTED_OPERATION and the
+ * given search_path, as matview.c does for REFRESH: the user's SQL (a
+ * query, triggers and policies on a stream or result table) never runs with
+ * the rights of whoever runs the step, a superuser worker included.  Undone
+ * by sw_leave_role(), or by the abort of the (sub)transaction.
+ */
+void
+sw_enter_role(Oid role, const char *search_path, SwRoleContext *cx)
+{
+	GetUserIdAndSecContext(&cx->save_userid, &cx->save_sec_context);
+	SetUserIdAndSecContext(role, cx->save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	cx->save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", search_path,
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+void
+sw_leave_role(SwRoleContext *cx)
+{
+	AtEOXact_GUC(false, cx->save_nestlevel);
+	SetUserIdAndSecContext(cx->save_userid, cx->save_sec_context);
+}
+
+/* The owner of a relation. */
+Oid
+sw_relation_owner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
 }

@@ -11,6 +11,17 @@
 /* GUCs (streamwm.c) */
 extern int	sw_batch_size;
 
+/* Saved identity while running SQL as a stream's or query's owner. */
+typedef struct SwRoleContext
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+} SwRoleContext;
+
+extern void sw_enter_role(Oid role, const char *search_path, SwRoleContext *cx);
+extern void sw_leave_role(SwRoleContext *cx);
+extern Oid	sw_relation_owner(Oid relid);
 extern int	sw_stream_partitions(Oid relid);
 extern char *sw_relation_name(Oid relid);
 extern void sw_spi_exec(const char *sql, int nargs, Oid *types, Datum *values,

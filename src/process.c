@@ -150,9 +150,10 @@ processed_offsets(const SwStreamClock *clock)
  * feed them to the watermark rule.  Returns the number of rows read.
  */
 static uint64
-read_batch(Oid relid, const char *relname, SwStreamClock *clock, int64 limit,
-		   LateRows *late)
+read_batch(Oid relid, Oid owner, const char *relname, SwStreamClock *clock,
+		   int64 limit, LateRows *late)
 {
+	SwRoleContext rcx;
 	Oid			types[2] = {INT8ARRAYOID, INT8OID};
 	Datum		values[2];
 	char	   *sql;
@@ -167,7 +168,9 @@ read_batch(Oid relid, const char *relname, SwStreamClock *clock, int64 limit,
 				   " ORDER BY s.sw_offset LIMIT $2", relname);
 	values[0] = processed_offsets(clock);
 	values[1] = Int64GetDatum(limit);
+	sw_enter_role(owner, "pg_catalog, pg_temp", &rcx);
 	sw_spi_exec(sql, 2, types, values, NULL, SPI_OK_SELECT);
+	sw_leave_role(&rcx);
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)
 	{
@@ -267,7 +270,7 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		SwQueryContext qcx;
+		SwRoleContext qcx;
 		Datum		values[SW_WINDOW_NPARAMS];
 		Oid			utypes[5] = {TEXTOID, TIMESTAMPTZOID, INT8OID, INT8OID, OIDOID};
 		Datum		uvalues[5];
@@ -276,7 +279,7 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 		bool		isnull;
 		char	   *sql;
 
-		sw_enter_query_context(def, &qcx);
+		sw_enter_role(def->owner, def->search_path, &qcx);
 		sql = sw_upsert_sql(def);
 		values[0] = Int64GetDatum(def->start_offset);
 		values[1] = offsets;
@@ -287,7 +290,7 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 					NULL, SPI_OK_SELECT);
 		windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
 		rows = DatumGetInt64(sw_spi_getdatum(0, 2, &isnull));
-		sw_leave_query_context(&qcx);
+		sw_leave_role(&qcx);
 
 		uvalues[0] = CStringGetTextDatum(def->name);
 		uvalues[1] = TimestampTzGetDatum(clock->watermark);
@@ -394,9 +397,10 @@ close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
  * query has finished with, and their late-log entries.
  */
 static void
-apply_retention(Oid relid, const char *relname, const SwStreamClock *clock,
+apply_retention(Oid relid, Oid owner, const char *relname, const SwStreamClock *clock,
 				int64 retention_us, TimestampTz needed)
 {
+	SwRoleContext rcx;
 	TimestampTz horizon;
 	Oid			types[3] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID};
 	Datum		values[3];
@@ -413,10 +417,12 @@ apply_retention(Oid relid, const char *relname, const SwStreamClock *clock,
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = TimestampTzGetDatum(horizon);
 	values[2] = processed_offsets(clock);
+	sw_enter_role(owner, "pg_catalog, pg_temp", &rcx);
 	sw_spi_exec(psprintf("DELETE FROM ONLY %s t WHERE t.sw_event_time < $2"
 						 " AND t.sw_offset <= ($3::pg_catalog.int8[])[t.sw_partition + 1]",
 						 relname),
 				3, types, values, NULL, SPI_OK_DELETE);
+	sw_leave_role(&rcx);
 	removed = SPI_processed;
 	if (removed == 0)
 		return;
@@ -446,6 +452,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	int64		events = 0;
 	bool		caught_up = false;
 	char	   *relname;
+	Oid			owner;
 	TimestampTz needed;
 
 	memset(&clock, 0, sizeof(clock));
@@ -459,6 +466,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	if (!load_stream(relid, from_worker, &clock, &retention_us))
 		return -1;
 	relname = sw_relation_name(relid);
+	owner = sw_relation_owner(relid);
 
 	for (;;)
 	{
@@ -467,7 +475,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 
 		if (max_rows > 0 && max_rows - events < limit)
 			limit = Max(max_rows - events, 1);
-		n = read_batch(relid, relname, &clock, limit, &late);
+		n = read_batch(relid, owner, relname, &clock, limit, &late);
 		events += n;
 		if ((int64) n < limit)
 		{
@@ -485,7 +493,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 
 	save_stream(relid, &clock, events, &late, now);
 	needed = close_all_windows(relid, &clock, now, from_worker);
-	apply_retention(relid, relname, &clock, retention_us, needed);
+	apply_retention(relid, owner, relname, &clock, retention_us, needed);
 	return events;
 }
 

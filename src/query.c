@@ -661,31 +661,6 @@ sw_load_query(const char *name)
 	return def;
 }
 
-/*
- * Enter the context a query's SQL runs in: its owner, with
- * SECURITY_RESTRICTED_OPERATION, under the search_path it was created with
- * (as matview.c does for REFRESH).  Undone by sw_leave_query_context(), or
- * by the abort of the (sub)transaction.
- */
-void
-sw_enter_query_context(SwQueryDef *def, SwQueryContext *cx)
-{
-	GetUserIdAndSecContext(&cx->save_userid, &cx->save_sec_context);
-	SetUserIdAndSecContext(def->owner,
-						   cx->save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	cx->save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", def->search_path,
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-}
-
-void
-sw_leave_query_context(SwQueryContext *cx)
-{
-	AtEOXact_GUC(false, cx->save_nestlevel);
-	SetUserIdAndSecContext(cx->save_userid, cx->save_sec_context);
-}
-
 /* The parameter types of the step statement. */
 const Oid	sw_window_param_types[SW_WINDOW_NPARAMS] = {
 	INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID
@@ -700,7 +675,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	SwQueryDef *def;
-	SwQueryContext cx;
+	SwRoleContext cx;
 	SPIPlanPtr	plan;
 	char	   *sql;
 	Datum		values[SW_WINDOW_NPARAMS];
@@ -713,7 +688,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("query \"%s\" does not exist", name)));
-	sw_enter_query_context(def, &cx);
+	sw_enter_role(def->owner, def->search_path, &cx);
 	PG_TRY();
 	{
 		sql = sw_upsert_sql(def);
@@ -739,7 +714,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 		sw_reraise(cxt, NULL, psprintf("window query \"%s\"", name), NULL);
 	}
 	PG_END_TRY();
-	sw_leave_query_context(&cx);
+	sw_leave_role(&cx);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -33,13 +33,6 @@ typedef struct SwQueryDef
 	TimestampTz last_error_time;	/* DT_NOBEGIN if none */
 } SwQueryDef;
 
-typedef struct SwQueryContext
-{
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
-} SwQueryContext;
-
 #define SW_WINDOW_NPARAMS 4
 extern const Oid sw_window_param_types[SW_WINDOW_NPARAMS];
 
@@ -48,7 +41,5 @@ extern char *sw_window_select(Oid relid, const char *query, int64 hop_us,
 							  int64 size_us);
 extern char *sw_upsert_sql(const SwQueryDef *def);
 extern SwQueryDef *sw_load_query(const char *name);
-extern void sw_enter_query_context(SwQueryDef *def, SwQueryContext *cx);
-extern void sw_leave_query_context(SwQueryContext *cx);
 
 #endif							/* STREAMWM_QUERY_H */
