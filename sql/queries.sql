@@ -118,3 +118,14 @@ SELECT query, result_table, windows_emitted, last_error FROM streamwm.queries WH
 SELECT window_start, s FROM rt_q;
 SELECT streamwm.drop_query('rt_q', drop_result => true);
 SELECT to_regclass('rt_q');
+
+-- comments in the query text, also at its very end, do not swallow what the
+-- rewrite adds
+SELECT streamwm.create_stream('cm', 'v int');
+SELECT streamwm.create_query('cm_q', E'SELECT count(*) AS n -- how many\n  FROM cm /* the stream */ -- trailing', hop => '10 s', size => '10 s');
+SELECT streamwm.create_query('cm_q2', E'SELECT v % 2 AS odd, sum(v) AS s FROM cm GROUP BY 1 -- by parity', hop => '10 s', size => '10 s');
+SELECT streamwm.ingest('cm', '[{"v": 1}, {"v": 2}, {"v": 3}]', write_time => to_timestamp(1));
+SELECT streamwm.ingest('cm', '{"v": 4}', write_time => to_timestamp(11));
+SELECT streamwm.process('cm');
+SELECT window_start, n FROM cm_q;
+SELECT window_start, odd, s FROM cm_q2 ORDER BY 2;

@@ -546,7 +546,7 @@ sw_window_select(Oid relid, const char *query, int64 hop_us, int64 size_us)
 	}
 	else
 		edits = add_edit(edits, group_by_position(pq.text, end, pq.end), 0,
-						 psprintf(" GROUP BY %s.sw_window_start ", alias));
+						 psprintf("\nGROUP BY %s.sw_window_start\n", alias));
 
 	list_sort(edits, text_edit_cmp);
 	initStringInfo(&out);
@@ -601,7 +601,7 @@ sw_upsert_sql(const SwQueryDef *def)
 		else
 			appendStringInfo(&sets, ", %s = EXCLUDED.%s", name, name);
 	}
-	appendStringInfo(&sql, ") %s ON CONFLICT (%s) DO UPDATE SET %s"
+	appendStringInfo(&sql, ") %s\nON CONFLICT (%s) DO UPDATE SET %s"
 					 " RETURNING sw_r.window_start)"
 					 " SELECT pg_catalog.count(DISTINCT window_start), pg_catalog.count(*) FROM sw_ins",
 					 sw_window_select(def->stream, def->query, def->hop_us, def->size_us),
