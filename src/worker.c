@@ -50,6 +50,7 @@
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
+#include "utils/backend_status.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -110,10 +111,10 @@ sw_register_launcher(void)
 
 /* Start the database worker of one database; false if no slot is free. */
 static bool
-start_db_worker(Oid dboid, const char *dbname)
+start_db_worker(Oid dboid, const char *dbname, BackgroundWorkerHandle **handle)
 {
 	BackgroundWorker worker;
-	BackgroundWorkerHandle *handle;
+	BackgroundWorkerHandle *ignored;
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -126,7 +127,7 @@ start_db_worker(Oid dboid, const char *dbname)
 	snprintf(worker.bgw_type, BGW_MAXLEN, "streamwm worker");
 	worker.bgw_main_arg = ObjectIdGetDatum(dboid);
 	worker.bgw_notify_pid = 0;
-	return RegisterDynamicBackgroundWorker(&worker, &handle);
+	return RegisterDynamicBackgroundWorker(&worker, handle ? handle : &ignored);
 }
 
 /* Database whose worker starts when the current transaction commits. */
@@ -155,7 +156,7 @@ launch_xact_callback(XactEvent event, void *arg)
 						 errhint("Add streamwm to shared_preload_libraries and restart the server to process streams continuously.")));
 			break;
 		case XACT_EVENT_COMMIT:
-			if (launch_preloaded && !start_db_worker(launch_at_commit, launch_dbname))
+			if (launch_preloaded && !start_db_worker(launch_at_commit, launch_dbname, NULL))
 				ereport(WARNING,
 						(errmsg("could not start a streamwm worker for database \"%s\"",
 								launch_dbname),
@@ -203,7 +204,48 @@ typedef struct ProbedDb
 {
 	Oid			dboid;			/* hash key */
 	bool		started;
+	BackgroundWorkerHandle *handle; /* in TopMemoryContext */
 } ProbedDb;
+
+/* Workers this launcher started that have not exited yet. */
+static int
+alive_started_workers(HTAB *probed)
+{
+	HASH_SEQ_STATUS status;
+	ProbedDb   *entry;
+	int			n = 0;
+
+	hash_seq_init(&status, probed);
+	while ((entry = hash_seq_search(&status)) != NULL)
+	{
+		pid_t		pid;
+
+		if (entry->handle != NULL &&
+			GetBackgroundWorkerPid(entry->handle, &pid) != BGWH_STOPPED)
+			n++;
+	}
+	return n;
+}
+
+/* How many database workers run now (from the shared backend status). */
+static int
+running_db_workers(void)
+{
+	int			n = 0;
+
+	pgstat_clear_backend_activity_snapshot();
+	for (int i = 1; i <= pgstat_fetch_stat_numbackends(); i++)
+	{
+		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(i);
+
+		if (local != NULL &&
+			local->backendStatus.st_backendType == B_BG_WORKER &&
+			strcmp(local->backendStatus.st_appname, "streamwm worker") == 0)
+			n++;
+	}
+	pgstat_clear_backend_activity_snapshot();
+	return n;
+}
 
 static List *
 connectable_databases(void)
@@ -256,6 +298,7 @@ streamwm_launcher_main(Datum arg)
 	{
 		List	   *dbs;
 		ListCell   *lc;
+		int			running;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -265,6 +308,11 @@ streamwm_launcher_main(Datum arg)
 		}
 
 		dbs = connectable_databases();
+		/*
+		 * Workers we registered may not show in the backend status yet, and
+		 * those CREATE EXTENSION started are not ours: count both ways.
+		 */
+		running = Max(running_db_workers(), alive_started_workers(probed));
 		foreach(lc, dbs)
 		{
 			Oid			dboid = lfirst_oid(lc);
@@ -272,15 +320,29 @@ streamwm_launcher_main(Datum arg)
 			ProbedDb   *entry = hash_search(probed, &dboid, HASH_ENTER, &found);
 
 			if (!found)
-				entry->started = false;
-			if (!entry->started && hash_get_num_entries(probed) <= sw_max_workers)
 			{
+				entry->started = false;
+				entry->handle = NULL;
+			}
+			/* past streamwm.max_workers, wait for the next round */
+			if (!entry->started && running < sw_max_workers)
+			{
+				char	   *dbname;
+				MemoryContext old;
+
 				/*
 				 * A worker in a database without streamwm exits at once;
 				 * CREATE EXTENSION starts one later.
 				 */
+				running++;
+				if (entry->handle != NULL)
+					pfree(entry->handle);
+				entry->handle = NULL;
 				StartTransactionCommand();
-				entry->started = start_db_worker(dboid, get_database_name(dboid));
+				dbname = get_database_name(dboid);
+				old = MemoryContextSwitchTo(TopMemoryContext);
+				entry->started = start_db_worker(dboid, dbname, &entry->handle);
+				MemoryContextSwitchTo(old);
 				CommitTransactionCommand();
 			}
 		}
