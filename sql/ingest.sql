@@ -117,3 +117,24 @@ SELECT streamwm.drop_stream('plain_table');
 -- a stream table dropped with DROP TABLE leaves no catalog rows behind
 DROP TABLE orders;
 SELECT count(*) FROM streamwm.stream_def WHERE stream::text = 'orders';
+
+-- ingest() inserts consecutive rows of one shape together; errors still name
+-- the row, in any batch, and rows keep their order and defaults
+SELECT streamwm.create_stream('bulk', 'id int, at timestamptz, note text DEFAULT ''none''',
+                              event_time => 'at');
+SELECT streamwm.ingest('bulk', (SELECT jsonb_agg(CASE WHEN i % 3 = 0
+        THEN jsonb_build_object('id', i, 'at', to_timestamp(i), 'note', 'n' || i)
+        ELSE jsonb_build_object('id', i, 'at', to_timestamp(i)) END ORDER BY i)
+      FROM generate_series(1, 2500) i));
+SELECT count(*), count(*) FILTER (WHERE note = 'none') AS defaults,
+       bool_and(sw_offset > 0) AND count(DISTINCT sw_offset) = 2500 AS offsets_ok,
+       (SELECT bool_and(ok) FROM (SELECT id > lag(id) OVER (ORDER BY sw_offset) AS ok FROM bulk) x
+         WHERE ok IS NOT NULL) AS in_order
+  FROM bulk;
+SELECT streamwm.ingest('bulk', (SELECT jsonb_agg(jsonb_build_object('id', i, 'at',
+        CASE WHEN i = 1700 THEN NULL ELSE to_timestamp(i) END) ORDER BY i)
+      FROM generate_series(1, 2000) i));
+SELECT streamwm.ingest_lines('bulk', (SELECT string_agg(jsonb_build_object('id', i, 'at',
+        CASE WHEN i = 1234 THEN NULL ELSE to_timestamp(i) END)::text, E'\n' ORDER BY i)
+      FROM generate_series(1, 1500) i));
+SELECT count(*) FROM bulk;

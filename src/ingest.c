@@ -58,6 +58,7 @@
 #include "parser/parser.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -102,6 +103,13 @@ typedef struct IngestCacheEntry
 } IngestCacheEntry;
 
 static HTAB *ingest_cache = NULL;
+
+/*
+ * Rows the insert trigger has seen in this backend: ingest() inserts rows in
+ * batches and uses it to say which row an error in the trigger or in a
+ * constraint belongs to.
+ */
+static uint64 trigger_calls = 0;
 
 static void
 ingest_cache_invalidate(Datum arg, Oid relid)
@@ -359,6 +367,7 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 	tuple = trigdata->tg_trigtuple;
 	tupdesc = RelationGetDescr(rel);
 	st = ingest_state(rel, trigdata->tg_trigger);
+	trigger_calls++;
 
 	natts = tupdesc->natts;
 	values = palloc0(natts * sizeof(Datum));
@@ -457,13 +466,31 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
  * ---------------------------------------------------------------------
  */
 
-/* One INSERT statement shape: the set of columns a JSON object gives. */
+/* rows inserted by one statement of ingest() / ingest_lines() */
+#define SW_INGEST_BATCH 1000
+
+/*
+ * One INSERT statement shape: the set of columns a JSON object gives.
+ * Consecutive rows of one shape are inserted together, as arrays unnested
+ * into one INSERT ... SELECT, unless a column's type has no array type or is
+ * composite (unnest would expand it); then row by row.
+ */
 typedef struct InsertShape
 {
 	Bitmapset  *columns;		/* attnums given, plus the system ones */
 	SPIPlanPtr	plan;
 	int		   *attnums;		/* parameter i is column attnums[i] */
 	int			nparams;
+	bool		batched;
+	/* the pending batch, when batched */
+	int			nrows;
+	int		   *rownos;			/* row (or line) number of each */
+	Datum	  **values;			/* [param][row] */
+	bool	  **nulls;
+	int16	   *elmlen;
+	bool	   *elmbyval;
+	char	   *elmalign;
+	Oid		   *elmtype;
 } InsertShape;
 
 typedef struct IngestCall
@@ -477,20 +504,33 @@ typedef struct IngestCall
 	bool		have_write_time;
 	TimestampTz write_time;
 	List	   *shapes;
+	InsertShape *pending;		/* shape with rows waiting, or NULL */
 	Datum	   *values;			/* by attnum - 1 */
 	bool	   *given;
 	bool	   *isnull;
 	int64		stored;
+	/* while a batch is being inserted: */
+	InsertShape *flushing;
+	uint64		calls_before;
 } IngestCall;
 
 static void
 ingest_error_context(void *arg)
 {
 	IngestCall *call = (IngestCall *) arg;
+	int			rowno = call->rowno;
 
-	if (call->rowno > 0)
+	if (call->flushing != NULL)
+	{
+		/* the row whose trigger ran last is the one that failed */
+		int64		i = (int64) (trigger_calls - call->calls_before) - 1;
+
+		i = Max(0, Min(i, call->flushing->nrows - 1));
+		rowno = call->flushing->rownos[i];
+	}
+	if (rowno > 0)
 		errcontext("streamwm ingest into %s, %s %d",
-				   RelationGetRelationName(call->rel), call->unit, call->rowno);
+				   RelationGetRelationName(call->rel), call->unit, rowno);
 }
 
 /* A JSON array as the text of a PostgreSQL array literal. */
@@ -671,10 +711,44 @@ insert_shape(IngestCall *call, Bitmapset *columns)
 		types[i] = att->atttypid;
 		i++;
 	}
-	appendStringInfoString(&sql, ") VALUES (");
+	/* batched if every column has an array type and is not composite */
+	shape->batched = true;
 	for (i = 0; i < shape->nparams; i++)
-		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
-	appendStringInfoChar(&sql, ')');
+	{
+		Oid			atype = get_array_type(types[i]);
+
+		if (!OidIsValid(atype) || type_is_rowtype(types[i]))
+			shape->batched = false;
+	}
+	if (shape->batched)
+	{
+		shape->rownos = palloc(SW_INGEST_BATCH * sizeof(int));
+		shape->values = palloc(shape->nparams * sizeof(Datum *));
+		shape->nulls = palloc(shape->nparams * sizeof(bool *));
+		shape->elmlen = palloc(shape->nparams * sizeof(int16));
+		shape->elmbyval = palloc(shape->nparams * sizeof(bool));
+		shape->elmalign = palloc(shape->nparams * sizeof(char));
+		shape->elmtype = palloc(shape->nparams * sizeof(Oid));
+		appendStringInfoString(&sql, ") SELECT * FROM ROWS FROM (");
+		for (i = 0; i < shape->nparams; i++)
+		{
+			shape->values[i] = palloc(SW_INGEST_BATCH * sizeof(Datum));
+			shape->nulls[i] = palloc(SW_INGEST_BATCH * sizeof(bool));
+			shape->elmtype[i] = types[i];
+			get_typlenbyvalalign(types[i], &shape->elmlen[i], &shape->elmbyval[i],
+								 &shape->elmalign[i]);
+			appendStringInfo(&sql, "%spg_catalog.unnest($%d)", i > 0 ? ", " : "", i + 1);
+			types[i] = get_array_type(types[i]);
+		}
+		appendStringInfoChar(&sql, ')');
+	}
+	else
+	{
+		appendStringInfoString(&sql, ") VALUES (");
+		for (i = 0; i < shape->nparams; i++)
+			appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
+		appendStringInfoChar(&sql, ')');
+	}
 
 	shape->plan = SPI_prepare(sql.data, shape->nparams, types);
 	if (shape->plan == NULL)
@@ -682,6 +756,39 @@ insert_shape(IngestCall *call, Bitmapset *columns)
 			 SPI_result_code_string(SPI_result));
 	call->shapes = lappend(call->shapes, shape);
 	return shape;
+}
+
+/* Insert the rows waiting in the pending batch, if any. */
+static void
+flush_batch(IngestCall *call)
+{
+	InsertShape *shape = call->pending;
+	Datum	   *params;
+	int			dims[1];
+	int			lbs[1] = {1};
+	int			rc;
+
+	call->pending = NULL;
+	if (shape == NULL || shape->nrows == 0)
+		return;
+	params = palloc(shape->nparams * sizeof(Datum));
+	dims[0] = shape->nrows;
+	for (int i = 0; i < shape->nparams; i++)
+		params[i] = PointerGetDatum(construct_md_array(shape->values[i], shape->nulls[i],
+													   1, dims, lbs, shape->elmtype[i],
+													   shape->elmlen[i], shape->elmbyval[i],
+													   shape->elmalign[i]));
+	call->flushing = shape;
+	call->calls_before = trigger_calls;
+	rc = SPI_execute_plan(shape->plan, params, NULL, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "streamwm ingest: INSERT failed: %s", SPI_result_code_string(rc));
+	call->flushing = NULL;
+	call->stored += SPI_processed;
+	shape->nrows = 0;
+	for (int i = 0; i < shape->nparams; i++)
+		pfree(DatumGetPointer(params[i]));
+	pfree(params);
 }
 
 /* Store one JSON object as one row of the stream. */
@@ -764,6 +871,23 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 		call->isnull[att_partition - 1] = true;
 	}
 	shape = insert_shape(call, columns);
+	if (shape->batched)
+	{
+		if (call->pending != shape)
+			flush_batch(call);
+		call->pending = shape;
+		for (int i = 0; i < shape->nparams; i++)
+		{
+			shape->values[i][shape->nrows] = call->values[shape->attnums[i] - 1];
+			shape->nulls[i][shape->nrows] = call->isnull[shape->attnums[i] - 1];
+		}
+		shape->rownos[shape->nrows++] = call->rowno;
+		if (shape->nrows == SW_INGEST_BATCH)
+			flush_batch(call);
+		bms_free(columns);
+		return;
+	}
+	flush_batch(call);
 	params = palloc(shape->nparams * sizeof(Datum));
 	nulls = palloc(shape->nparams * sizeof(char));
 	for (int i = 0; i < shape->nparams; i++)
@@ -821,6 +945,7 @@ ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, const char *unit)
 static int64
 ingest_end(IngestCall *call)
 {
+	flush_batch(call);
 	SPI_finish();
 	table_close(call->rel, NoLock);
 	return call->stored;
@@ -873,6 +998,7 @@ streamwm_ingest(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("rows must be a JSON object or an array of objects")));
 
+	flush_batch(&call);			/* still under the error context */
 	error_context_stack = errcb.previous;
 	PG_RETURN_INT64(ingest_end(&call));
 }
@@ -940,6 +1066,7 @@ streamwm_ingest_lines(PG_FUNCTION_ARGS)
 		line = next;
 	}
 
+	flush_batch(&call);			/* still under the error context */
 	error_context_stack = errcb.previous;
 	PG_RETURN_INT64(ingest_end(&call));
 }
