@@ -7,7 +7,8 @@ CREATE EXTENSION IF NOT EXISTS streamwm;
 
 CREATE FUNCTION prop_trial(seed float8)
 RETURNS TABLE (events int, partitions int, hop int, size int, late_model int, late_got bigint,
-               late_rows_differ bigint, w_equal boolean, windows bigint, missing bigint, extra bigint)
+               late_rows_differ bigint, w_equal boolean, windows bigint, missing bigint, extra bigint,
+               pane_missing bigint, pane_extra bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
     np int;
@@ -37,6 +38,10 @@ BEGIN
                                    idle_timeout => '1 hour');
     PERFORM streamwm.create_query('prop_q',
         'SELECT k, count(*) AS n, sum(v) AS s, array_agg(v ORDER BY v) AS vs FROM prop_s WHERE v % 5 <> 0 GROUP BY k',
+        hop => make_interval(secs => hop), size => make_interval(secs => size));
+    -- count/sum/min/max only: computed by the pane plan
+    PERFORM streamwm.create_query('prop_q2',
+        'SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi FROM prop_s WHERE v % 5 <> 0 GROUP BY k',
         hop => make_interval(secs => hop), size => make_interval(secs => size));
     CREATE TEMP TABLE model_events (i int, p int, t bigint, k int, v int, late boolean) ON COMMIT DROP;
 
@@ -87,13 +92,19 @@ BEGIN
     SELECT count(*) INTO windows FROM prop_q;
     SELECT count(*) INTO missing FROM (SELECT * FROM model_result EXCEPT SELECT * FROM prop_q) d;
     SELECT count(*) INTO extra FROM (SELECT * FROM prop_q EXCEPT SELECT * FROM model_result) d;
+    SELECT count(*) INTO pane_missing FROM (
+        SELECT m.window_start, m.window_end, m.k, m.n, m.s, m.vs[1], m.vs[array_length(m.vs, 1)] FROM model_result m
+        EXCEPT SELECT * FROM prop_q2) d;
+    SELECT count(*) INTO pane_extra FROM (
+        SELECT * FROM prop_q2
+        EXCEPT SELECT m.window_start, m.window_end, m.k, m.n, m.s, m.vs[1], m.vs[array_length(m.vs, 1)] FROM model_result m) d;
 
     PERFORM streamwm.drop_stream('prop_s', cascade => true);
-    DROP TABLE prop_q, model_events, model_result;
+    DROP TABLE prop_q, prop_q2, model_events, model_result;
     RETURN NEXT;
 END $$;
 
 -- Each row is one random trial; every trial must agree with the model.
 SELECT seed, r.late_model = r.late_got AS late_count_ok, r.late_rows_differ, r.w_equal,
-       r.windows > 0 AS has_windows, r.missing, r.extra
+       r.windows > 0 AS has_windows, r.missing, r.extra, r.pane_missing, r.pane_extra
   FROM generate_series(1, 12) seed, LATERAL prop_trial(seed / 13.0) r;

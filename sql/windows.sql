@@ -63,10 +63,17 @@ SELECT DISTINCT extract(epoch FROM window_start)::numeric % 7 = 0 AS aligned,
   FROM ws_h7_k5;
 SELECT window_start, window_end, n FROM ws_h7_k2 ORDER BY window_start LIMIT 3;
 
--- Replay: moving a query back upserts the same rows again, no duplicates.
+-- Replay: moving a query back upserts the same rows again, no duplicates --
+-- and the general plan gives what the pane plan gave.
+SELECT streamwm._window_sql('ws', 'SELECT count(*) AS n, sum(v) AS s FROM ws', '3 s', '15 s')
+       LIKE '%sw_pane%' AS uses_panes;
 CREATE TEMP TABLE before_replay AS SELECT * FROM ws_h3_k5;
 UPDATE streamwm.query_def SET closed_until = '-infinity' WHERE name = 'ws_h3_k5';
+SET streamwm.pane_engine = off;
+SELECT streamwm._window_sql('ws', 'SELECT count(*) AS n, sum(v) AS s FROM ws', '3 s', '15 s')
+       LIKE '%sw_pane%' AS uses_panes;
 SELECT streamwm.process('ws');
+RESET streamwm.pane_engine;
 SELECT (SELECT count(*) FROM ws_h3_k5) AS rows_now, (SELECT count(*) FROM before_replay) AS rows_before,
        (SELECT count(*) FROM (SELECT * FROM ws_h3_k5 EXCEPT SELECT * FROM before_replay) d) AS changed;
 

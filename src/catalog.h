@@ -10,6 +10,7 @@
 
 /* GUCs (streamwm.c) */
 extern int	sw_batch_size;
+extern bool sw_pane_engine;
 
 /* Saved identity while running SQL as a stream's or query's owner. */
 typedef struct SwRoleContext

@@ -30,6 +30,8 @@
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "common/keywords.h"
 #include "executor/spi.h"
@@ -369,24 +371,23 @@ name_end(const char *s, int pos)
 }
 
 /*
- * Where to add "GROUP BY ..." to a query that has none: before the first
- * HAVING, WINDOW, ORDER, LIMIT, OFFSET, FETCH or FOR at parenthesis depth
- * zero after 'from', else at the end of the statement.
+ * Offset of the first of the keywords 'words' (or a ';') at parenthesis
+ * depth zero in text[from, end); 'end' if there is none.  With close_paren,
+ * instead the offset just past the parenthesis that closes the first one
+ * opened at or after 'from'.
  */
 static int
-group_by_position(const char *text, int from, int end)
+scan_top_level(const char *text, int from, int end, const char *const *words,
+			   int nwords, bool close_paren)
 {
-	static const char *const stops[] = {
-		"having", "window", "order", "limit", "offset", "fetch", "for"
-	};
-	int			stop_tokens[lengthof(stops)];
+	int		   *tokens = palloc(Max(nwords, 1) * sizeof(int));
 	core_yy_extra_type yyextra;
 	core_yyscan_t scanner;
 	int			depth = 0;
 	int			result = end;
 
-	for (int i = 0; i < lengthof(stops); i++)
-		stop_tokens[i] = ScanKeywordTokens[ScanKeywordLookup(stops[i], &ScanKeywords)];
+	for (int i = 0; i < nwords; i++)
+		tokens[i] = ScanKeywordTokens[ScanKeywordLookup(words[i], &ScanKeywords)];
 
 	scanner = scanner_init(text, &yyextra, &ScanKeywords, ScanKeywordTokens);
 	for (;;)
@@ -397,16 +398,35 @@ group_by_position(const char *text, int from, int end)
 
 		if (tok == 0 || yylloc >= end)
 			break;
+		if (yylloc < from)
+		{
+			if (tok == '(' || tok == '[')
+				depth++;
+			else if (tok == ')' || tok == ']')
+				depth--;
+			continue;
+		}
+		if (close_paren)
+		{
+			if (tok == '(')
+				depth++;
+			else if (tok == ')' && --depth == 0)
+			{
+				result = yylloc + 1;
+				break;
+			}
+			continue;
+		}
 		if (tok == '(' || tok == '[')
 			depth++;
 		else if (tok == ')' || tok == ']')
 			depth--;
-		else if (depth == 0 && yylloc >= from)
+		else if (depth == 0)
 		{
 			bool		stop = (tok == ';');
 
-			for (int i = 0; i < lengthof(stops); i++)
-				stop |= (tok == stop_tokens[i]);
+			for (int i = 0; i < nwords; i++)
+				stop |= (tok == tokens[i]);
 			if (stop)
 			{
 				result = yylloc;
@@ -415,7 +435,24 @@ group_by_position(const char *text, int from, int end)
 		}
 	}
 	scanner_finish(scanner);
+	pfree(tokens);
 	return result;
+}
+
+/* the clauses that may follow WHERE at the top level of a SELECT */
+static const char *const after_where[] = {
+	"group", "having", "window", "order", "limit", "offset", "fetch", "for"
+};
+
+/*
+ * Where to add "GROUP BY ..." to a query that has none: before the first
+ * clause that follows GROUP BY, else at the end of the statement.
+ */
+static int
+group_by_position(const char *text, int from, int end)
+{
+	return scan_top_level(text, from, end, after_where + 1,
+						  lengthof(after_where) - 1, false);
 }
 
 /* A text edit: insert 'text' at 'pos', replacing 'len' bytes. */
@@ -474,6 +511,147 @@ interval_literal(int64 usec)
 }
 
 /*
+ * The pane plan.  For a query whose outputs are its GROUP BY columns and
+ * calls of the built-in count, sum, min and max (the decomposable
+ * aggregates), each row is aggregated once, into its pane of width hop, by
+ * the user's own aggregate calls; a window then combines its size/hop panes
+ * (a sum of counts and sums, a min of mins, a max of maxes).  The cost per
+ * row no longer grows with size/hop.  Returns NULL when the query does not
+ * qualify; the general plan below then computes it.  Parameters and output
+ * as for sw_window_select().
+ */
+static char *
+pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
+				   int64 hop_us, int64 size_us)
+{
+	SelectStmt *s = pq->select;
+	Query	   *q;
+	ListCell   *lc;
+	ListCell   *lc2;
+	StringInfoData inner;
+	StringInfoData outer;
+	StringInfoData keys;
+	StringInfoData cols;
+	const char *alias;
+	int			nkeys = 0;
+	int			naggs = 0;
+	int			where;
+	static const char *const where_word[] = {"where"};
+
+	if (s->distinctClause != NIL || s->havingClause != NULL ||
+		s->windowClause != NIL || s->sortClause != NIL ||
+		list_length(s->fromClause) != 1 || linitial(s->fromClause) != (Node *) rv)
+		return NULL;
+	foreach(lc, s->groupClause)
+	{
+		if (!IsA(lfirst(lc), ColumnRef))
+			return NULL;
+	}
+
+	q = analyze_query(copyObject(pq->raw), pq->text);
+	if (q->groupingSets != NIL || q->hasWindowFuncs || q->hasTargetSRFs ||
+		list_length(q->targetList) != list_length(s->targetList))
+		return NULL;
+
+	alias = quote_identifier(rv->alias ? rv->alias->aliasname : rv->relname);
+	initStringInfo(&inner);
+	initStringInfo(&outer);
+	initStringInfo(&keys);
+	initStringInfo(&cols);
+	appendStringInfo(&inner, "SELECT %s.sw_pane", alias);
+	appendStringInfo(&outer, "SELECT sw_w.ws, sw_w.ws + %s", interval_literal(size_us));
+
+	forboth(lc, s->targetList, lc2, q->targetList)
+	{
+		ResTarget  *rt = lfirst_node(ResTarget, lc);
+		TargetEntry *tle = lfirst_node(TargetEntry, lc2);
+		int			from = rt->location;
+
+		if (tle->resjunk || from < 0)
+			return NULL;
+		if (IsA(rt->val, ColumnRef) && tle->ressortgroupref != 0 &&
+			!IsA(llast(((ColumnRef *) rt->val)->fields), A_Star))
+		{
+			nkeys++;
+			appendStringInfo(&inner, ", %.*s", name_end(pq->text, from) - from,
+							 pq->text + from);
+			appendStringInfo(&cols, ", sw_k%d", nkeys);
+			appendStringInfo(&keys, ", sw_p.sw_k%d", nkeys);
+			appendStringInfo(&outer, ", sw_p.sw_k%d", nkeys);
+		}
+		else if (IsA(rt->val, FuncCall) && IsA(tle->expr, Aggref))
+		{
+			FuncCall   *fc = (FuncCall *) rt->val;
+			Aggref	   *agg = (Aggref *) tle->expr;
+			char	   *name = get_func_name(agg->aggfnoid);
+			const char *combine;
+
+			if (fc->agg_distinct || fc->agg_order != NIL || fc->agg_filter != NULL ||
+				fc->agg_within_group || fc->over != NULL || fc->func_variadic ||
+				agg->aggkind != AGGKIND_NORMAL ||
+				get_func_namespace(agg->aggfnoid) != PG_CATALOG_NAMESPACE || name == NULL)
+				return NULL;
+			if (strcmp(name, "count") == 0)
+				combine = "pg_catalog.sum(sw_p.sw_a%d)::pg_catalog.int8";
+			else if (strcmp(name, "sum") == 0)
+				combine = "pg_catalog.sum(sw_p.sw_a%d)";
+			else if (strcmp(name, "min") == 0)
+				combine = "pg_catalog.min(sw_p.sw_a%d)";
+			else if (strcmp(name, "max") == 0)
+				combine = "pg_catalog.max(sw_p.sw_a%d)";
+			else
+				return NULL;
+			naggs++;
+			appendStringInfo(&inner, ", %.*s",
+							 scan_top_level(pq->text, from, pq->end, NULL, 0, true) - from,
+							 pq->text + from);
+			appendStringInfo(&cols, ", sw_a%d", naggs);
+			appendStringInfoString(&outer, ", ");
+			appendStringInfo(&outer, combine, naggs);
+		}
+		else
+			return NULL;
+	}
+
+	/* FROM: the stream's processed, non-late rows with their pane */
+	appendStringInfo(&inner,
+					 " FROM (SELECT sw_s.*, streamwm.window_start(sw_s.sw_event_time, %s) AS sw_pane"
+					 " FROM ONLY %s sw_s"
+					 " WHERE sw_s.sw_offset > $1"
+					 " AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
+					 " AND sw_s.sw_event_time > $3 AND sw_s.sw_event_time < $4 + %s"
+					 " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
+					 " WHERE sw_l.stream = '%u'::pg_catalog.oid"
+					 " AND sw_l.partition = sw_s.sw_partition"
+					 " AND sw_l.sw_offset = sw_s.sw_offset)) AS %s",
+					 interval_literal(hop_us), sw_relation_name(relid),
+					 interval_literal(size_us), relid, alias);
+	/* the user's WHERE, as written */
+	where = scan_top_level(pq->text, rv_end, pq->end, where_word, 1, false);
+	if (where < pq->end && pq->text[where] != ';')
+	{
+		int			start = where + strlen("where");
+		int			stop = scan_top_level(pq->text, start, pq->end, after_where,
+										  lengthof(after_where), false);
+
+		appendStringInfo(&inner, "\nWHERE %.*s\n", stop - start, pq->text + start);
+	}
+	appendStringInfoString(&inner, " GROUP BY 1");
+	for (int i = 0; i < nkeys; i++)
+		appendStringInfo(&inner, ", %d", i + 2);
+
+	appendStringInfo(&outer,
+					 " FROM (%s) AS sw_p(sw_pane%s)"
+					 " CROSS JOIN LATERAL pg_catalog.generate_series(sw_p.sw_pane - %s,"
+					 " sw_p.sw_pane, %s) AS sw_w(ws)"
+					 " WHERE sw_w.ws > $3 AND sw_w.ws <= $4"
+					 " GROUP BY sw_w.ws%s",
+					 inner.data, cols.data, interval_literal(size_us - hop_us),
+					 interval_literal(hop_us), keys.data);
+	return outer.data;
+}
+
+/*
  * The SELECT that computes every window closing in a step.  Parameters:
  *	 $1 int8		  the query's start offset (rows after it are seen)
  *	 $2 int8[]		  processed offset of each partition (rows up to it)
@@ -525,6 +703,13 @@ sw_window_select(Oid relid, const char *query, int64 hop_us, int64 size_us)
 				   rv->alias ? "" : " AS ", rv->alias ? "" : alias);
 	start = rv->location;
 	end = name_end(pq.text, start);
+	if (sw_pane_engine)
+	{
+		char	   *pane = pane_window_select(&pq, rv, end, relid, hop_us, size_us);
+
+		if (pane != NULL)
+			return pane;
+	}
 	edits = add_edit(edits, start, end - start, sub);
 
 	edits = add_edit(edits, ((ResTarget *) linitial(s->targetList))->location, 0,

@@ -21,6 +21,7 @@ PG_MODULE_MAGIC;
 void		_PG_init(void);
 
 int			sw_batch_size = 100000;
+bool		sw_pane_engine = true;
 
 void
 _PG_init(void)
@@ -37,6 +38,15 @@ _PG_init(void)
 							100000, 1, INT_MAX,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
+	DefineCustomBoolVariable("streamwm.pane_engine",
+							 "Aggregate each row once into its pane when a query allows it.",
+							 "Queries whose outputs are GROUP BY columns and count, sum, min "
+							 "or max calls combine panes instead of aggregating each row once "
+							 "per window.",
+							 &sw_pane_engine,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("streamwm.enabled",
 							 "Whether background workers process streams.",
 							 "When off, the workers idle; streamwm.process() still works.",
