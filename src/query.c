@@ -511,6 +511,25 @@ interval_literal(int64 usec)
 }
 
 /*
+ * The rows of stream sw_s a step may aggregate: processed (offset up to the
+ * partition's processed offset, $2), seen by the query (after its start
+ * offset, $1), not late, with an event time that can fall in a window
+ * starting in ($3, $4].
+ */
+static char *
+step_rows_condition(Oid relid, int64 size_us)
+{
+	return psprintf("sw_s.sw_offset > $1"
+					" AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
+					" AND sw_s.sw_event_time > $3 AND sw_s.sw_event_time < $4 + %s"
+					" AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
+					" WHERE sw_l.stream = '%u'::pg_catalog.oid"
+					" AND sw_l.partition = sw_s.sw_partition"
+					" AND sw_l.sw_offset = sw_s.sw_offset)",
+					interval_literal(size_us), relid);
+}
+
+/*
  * The pane plan.  For a query whose outputs are its GROUP BY columns and
  * calls of the built-in count, sum, min and max (the decomposable
  * aggregates), each row is aggregated once, into its pane of width hop, by
@@ -616,16 +635,9 @@ pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
 	/* FROM: the stream's processed, non-late rows with their pane */
 	appendStringInfo(&inner,
 					 " FROM (SELECT sw_s.*, streamwm.window_start(sw_s.sw_event_time, %s) AS sw_pane"
-					 " FROM ONLY %s sw_s"
-					 " WHERE sw_s.sw_offset > $1"
-					 " AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
-					 " AND sw_s.sw_event_time > $3 AND sw_s.sw_event_time < $4 + %s"
-					 " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
-					 " WHERE sw_l.stream = '%u'::pg_catalog.oid"
-					 " AND sw_l.partition = sw_s.sw_partition"
-					 " AND sw_l.sw_offset = sw_s.sw_offset)) AS %s",
+					 " FROM ONLY %s sw_s WHERE %s) AS %s",
 					 interval_literal(hop_us), sw_relation_name(relid),
-					 interval_literal(size_us), relid, alias);
+					 step_rows_condition(relid, size_us), alias);
 	/* the user's WHERE, as written */
 	where = scan_top_level(pq->text, rv_end, pq->end, where_word, 1, false);
 	if (where < pq->end && pq->text[where] != ';')
@@ -687,19 +699,11 @@ sw_window_select(Oid relid, const char *query, int64 hop_us, int64 size_us)
 				   " CROSS JOIN LATERAL pg_catalog.generate_series("
 				   "streamwm.window_start(sw_s.sw_event_time, %s) - %s,"
 				   " streamwm.window_start(sw_s.sw_event_time, %s), %s) AS sw_w(sw_window_start)"
-				   " WHERE sw_s.sw_offset > $1"
-				   " AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
-				   " AND sw_s.sw_event_time > $3 AND sw_s.sw_event_time < $4 + %s"
-				   " AND sw_w.sw_window_start > $3 AND sw_w.sw_window_start <= $4"
-				   " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
-				   " WHERE sw_l.stream = '%u'::pg_catalog.oid"
-				   " AND sw_l.partition = sw_s.sw_partition"
-				   " AND sw_l.sw_offset = sw_s.sw_offset))%s%s",
+				   " WHERE %s AND sw_w.sw_window_start > $3 AND sw_w.sw_window_start <= $4)%s%s",
 				   sw_relation_name(relid),
 				   interval_literal(hop_us), interval_literal(size_us - hop_us),
 				   interval_literal(hop_us), interval_literal(hop_us),
-				   interval_literal(size_us),
-				   relid,
+				   step_rows_condition(relid, size_us),
 				   rv->alias ? "" : " AS ", rv->alias ? "" : alias);
 	start = rv->location;
 	end = name_end(pq.text, start);
