@@ -41,7 +41,7 @@ BEGIN
         hop => make_interval(secs => hop), size => make_interval(secs => size));
     -- count/sum/min/max only: computed by the pane plan
     PERFORM streamwm.create_query('prop_q2',
-        'SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi FROM prop_s WHERE v % 5 <> 0 GROUP BY k',
+        'SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi, avg(v) AS av FROM prop_s WHERE v % 5 <> 0 GROUP BY k',
         hop => make_interval(secs => hop), size => make_interval(secs => size));
     CREATE TEMP TABLE model_events (i int, p int, t bigint, k int, v int, late boolean) ON COMMIT DROP;
 
@@ -93,11 +93,13 @@ BEGIN
     SELECT count(*) INTO missing FROM (SELECT * FROM model_result EXCEPT SELECT * FROM prop_q) d;
     SELECT count(*) INTO extra FROM (SELECT * FROM prop_q EXCEPT SELECT * FROM model_result) d;
     SELECT count(*) INTO pane_missing FROM (
-        SELECT m.window_start, m.window_end, m.k, m.n, m.s, m.vs[1], m.vs[array_length(m.vs, 1)] FROM model_result m
+        SELECT m.window_start, m.window_end, m.k, m.n, m.s, m.vs[1], m.vs[array_length(m.vs, 1)],
+               m.s::numeric / m.n FROM model_result m
         EXCEPT SELECT * FROM prop_q2) d;
     SELECT count(*) INTO pane_extra FROM (
         SELECT * FROM prop_q2
-        EXCEPT SELECT m.window_start, m.window_end, m.k, m.n, m.s, m.vs[1], m.vs[array_length(m.vs, 1)] FROM model_result m) d;
+        EXCEPT SELECT m.window_start, m.window_end, m.k, m.n, m.s, m.vs[1], m.vs[array_length(m.vs, 1)],
+                      m.s::numeric / m.n FROM model_result m) d;
 
     PERFORM streamwm.drop_stream('prop_s', cascade => true);
     DROP TABLE prop_q, prop_q2, model_events, model_result;

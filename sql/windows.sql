@@ -119,6 +119,20 @@ SELECT count(*) AS differences FROM (
     GROUP BY ws, shop, upper(item))
 ) d;
 
+-- avg of integers and numeric by panes equals avg over the rows, to the digit
+SELECT streamwm.create_query('sales_avg', 'SELECT shop, avg(qty) AS aq, avg(price) AS ap, count(*) AS n FROM sales GROUP BY shop',
+                             hop => '10 s', size => '20 s', start_from => 'earliest');
+SELECT streamwm._window_sql('sales', 'SELECT shop, avg(qty) AS aq, avg(price) AS ap, count(*) AS n FROM sales GROUP BY shop',
+                            '10 s', '20 s') LIKE '%sw_pane%' AS uses_panes;
+SELECT streamwm.process('sales');
+SELECT window_start, shop, aq, ap, n FROM sales_avg ORDER BY 1, 2;
+SELECT count(*) AS differences FROM (
+  SELECT window_start, shop, aq::text, ap::text, n FROM sales_avg
+  EXCEPT
+  SELECT ws, shop, avg(qty)::text, avg(price)::text, count(*) FROM sales, model_starts(sw_event_time, 10, 2) ws
+   WHERE ws + interval '20 s' <= (SELECT watermark FROM streamwm.streams WHERE stream = 'sales'::regclass)
+   GROUP BY ws, shop) d;
+
 -- GROUP BY by position and by output name; ORDER BY is harmless
 SELECT streamwm.create_query('sales_by_pos', 'SELECT shop, count(*) AS n FROM sales GROUP BY 1 ORDER BY 1',
                              hop => '10 s', size => '10 s', start_from => 'earliest');

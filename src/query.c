@@ -531,10 +531,11 @@ step_rows_condition(Oid relid, int64 size_us)
 
 /*
  * The pane plan.  For a query whose outputs are its GROUP BY columns and
- * calls of the built-in count, sum, min and max (the decomposable
- * aggregates), each row is aggregated once, into its pane of width hop, by
- * the user's own aggregate calls; a window then combines its size/hop panes
- * (a sum of counts and sums, a min of mins, a max of maxes).  The cost per
+ * calls of the built-in count, sum, min, max and avg of integers or numeric
+ * (the decomposable aggregates), each row is aggregated once, into its pane
+ * of width hop, by the user's own aggregate calls; a window then combines
+ * its size/hop panes (a sum of counts and sums, a min of mins, a max of
+ * maxes, a sum of sums over a sum of counts).  The cost per
  * row no longer grows with size/hop.  Returns NULL when the query does not
  * qualify; the general plan below then computes it.  Parameters and output
  * as for sw_window_select().
@@ -610,6 +611,33 @@ pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
 				agg->aggkind != AGGKIND_NORMAL ||
 				get_func_namespace(agg->aggfnoid) != PG_CATALOG_NAMESPACE || name == NULL)
 				return NULL;
+			if (strcmp(name, "avg") == 0)
+			{
+				/*
+				 * avg of an integer or numeric is numeric_div(sum, count)
+				 * exactly, so it combines as sum of sums over sum of counts.
+				 * (avg of floats would sum in another order: not here.)
+				 */
+				int			call_end = scan_top_level(pq->text, from, pq->end, NULL, 0, true);
+				const char *lparen = strchr(pq->text + from, '(');
+				Oid			argtype = linitial_oid(agg->aggargtypes);
+
+				if (argtype != INT2OID && argtype != INT4OID && argtype != INT8OID &&
+					argtype != NUMERICOID)
+					return NULL;
+				if (lparen == NULL || lparen - pq->text >= call_end)
+					return NULL;
+				naggs += 2;
+				appendStringInfo(&inner, ", pg_catalog.sum(%.*s), pg_catalog.count(%.*s)",
+								 (int) (call_end - 1 - (lparen + 1 - pq->text)), lparen + 1,
+								 (int) (call_end - 1 - (lparen + 1 - pq->text)), lparen + 1);
+				appendStringInfo(&cols, ", sw_a%d, sw_a%d", naggs - 1, naggs);
+				appendStringInfo(&outer,
+								 ", pg_catalog.sum(sw_p.sw_a%d)::pg_catalog.numeric"
+								 " / NULLIF(pg_catalog.sum(sw_p.sw_a%d), 0)::pg_catalog.numeric",
+								 naggs - 1, naggs);
+				continue;
+			}
 			if (strcmp(name, "count") == 0)
 				combine = "pg_catalog.sum(sw_p.sw_a%d)::pg_catalog.int8";
 			else if (strcmp(name, "sum") == 0)
