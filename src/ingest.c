@@ -498,7 +498,8 @@ typedef struct IngestCall
 	Relation	rel;
 	const char *unit;			/* "row" or "line" */
 	int			rowno;
-	const char *column;			/* column being converted, for errors */
+	AttrNumber	att_partition;	/* sw_partition and sw_write_time */
+	AttrNumber	att_write_time;
 	bool		have_partition;
 	int32		partition;
 	bool		have_write_time;
@@ -506,7 +507,6 @@ typedef struct IngestCall
 	List	   *shapes;
 	InsertShape *pending;		/* shape with rows waiting, or NULL */
 	Datum	   *values;			/* by attnum - 1 */
-	bool	   *given;
 	bool	   *isnull;
 	int64		stored;
 	/* while a batch is being inserted: */
@@ -803,8 +803,8 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 	InsertShape *shape;
 	Datum	   *params;
 	char	   *nulls;
-	AttrNumber	att_partition = attnameAttNum(call->rel, "sw_partition", false);
-	AttrNumber	att_write_time = attnameAttNum(call->rel, "sw_write_time", false);
+	AttrNumber	att_partition = call->att_partition;
+	AttrNumber	att_write_time = call->att_write_time;
 	int			rc;
 
 	if (!JsonContainerIsObject(obj))
@@ -918,6 +918,8 @@ ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, const char *unit)
 	npartitions = sw_stream_partitions(relid);	/* errors for a non-stream */
 	call->rel = table_open(relid, RowExclusiveLock);
 	call->unit = unit;
+	call->att_partition = attnameAttNum(call->rel, "sw_partition", false);
+	call->att_write_time = attnameAttNum(call->rel, "sw_write_time", false);
 	if (!PG_ARGISNULL(2))
 	{
 		call->have_partition = true;
