@@ -195,6 +195,18 @@ streamwm_launch(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(launch_preloaded);
 }
 
+/* Top of a worker's or the launcher's loop: SIGTERM, then SIGHUP. */
+static void
+handle_interrupts(void)
+{
+	CHECK_FOR_INTERRUPTS();
+	if (ConfigReloadPending)
+	{
+		ConfigReloadPending = false;
+		ProcessConfigFile(PGC_SIGHUP);
+	}
+}
+
 /* ---------------------------------------------------------------------
  * The launcher
  * ---------------------------------------------------------------------
@@ -300,12 +312,7 @@ streamwm_launcher_main(Datum arg)
 		ListCell   *lc;
 		int			running;
 
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
+		handle_interrupts();
 
 		dbs = connectable_databases();
 		/*
@@ -506,12 +513,7 @@ streamwm_worker_main(Datum arg)
 		ListCell   *lc;
 		long		sleep_ms;
 
-		CHECK_FOR_INTERRUPTS();
-		if (ConfigReloadPending)
-		{
-			ConfigReloadPending = false;
-			ProcessConfigFile(PGC_SIGHUP);
-		}
+		handle_interrupts();
 		MemoryContextReset(tick_cxt);
 		MemoryContextSwitchTo(tick_cxt);
 
