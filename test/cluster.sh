@@ -1,6 +1,6 @@
 # Sourced by the test scripts: a throwaway PostgreSQL cluster on a Unix
 # socket in a temporary directory, run by the current user (never root).
-PG_BIN=/usr/lib/postgresql/15/bin
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}   # override to test against another installation
 export PATH="$PG_BIN:$PATH"
 
 cluster_start() {   # cluster_start DIR [extra postgresql.conf lines]

@@ -11,7 +11,7 @@ if [ "$(id -u)" != 0 ]; then
     SUDO="sudo"
 fi
 
-PG_BIN=/usr/lib/postgresql/15/bin
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}   # override to test against another installation
 need=""
 [ -x "$PG_BIN/postgres" ] || need="$need postgresql-15"
 [ -f /usr/include/postgresql/15/server/postgres.h ] || need="$need postgresql-server-dev-15"
