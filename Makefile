@@ -9,7 +9,8 @@ OBJS = \
 	src/query.o \
 	src/watermark.o \
 	src/process.o \
-	src/worker.o
+	src/worker.o \
+	src/monitor.o
 
 EXTENSION = streamwm
 DATA = sql/streamwm--0.1.sql

@@ -29,7 +29,7 @@ CREATE TABLE streamwm.stream_def (
 );
 
 CREATE TABLE streamwm.partition_state (
-    stream           regclass NOT NULL REFERENCES streamwm.stream_def ON DELETE CASCADE,
+    stream           regclass NOT NULL,
     partition        int NOT NULL,
     processed_offset bigint NOT NULL DEFAULT 0,
     max_event_time   timestamptz NOT NULL DEFAULT '-infinity',
@@ -39,8 +39,9 @@ CREATE TABLE streamwm.partition_state (
 
 CREATE TABLE streamwm.query_def (
     name            text PRIMARY KEY,
-    stream          regclass NOT NULL REFERENCES streamwm.stream_def ON DELETE CASCADE,
-    query           text NOT NULL,
+    stream          regclass NOT NULL,
+    query           text NOT NULL,      -- bound: deparsed with every name qualified
+    query_text      text NOT NULL,      -- as the user wrote it
     hop             interval NOT NULL,
     size            interval NOT NULL,
     result_table    regclass NOT NULL,
@@ -60,7 +61,7 @@ CREATE TABLE streamwm.query_def (
 CREATE INDEX ON streamwm.query_def (stream);
 
 CREATE TABLE streamwm.late_event_log (
-    stream        regclass NOT NULL REFERENCES streamwm.stream_def ON DELETE CASCADE,
+    stream        regclass NOT NULL,
     partition     int NOT NULL,
     sw_offset     bigint NOT NULL,
     sw_event_time timestamptz NOT NULL,
@@ -69,26 +70,37 @@ CREATE TABLE streamwm.late_event_log (
 );
 
 /*
- * Any role may create streams and queries; each sees and changes only the
- * catalog rows of the streams and queries it owns (or is a member of the
- * owner of).  The background worker is a superuser process and sees all.
+ * The catalog is written only by streamwm itself: the API functions and the
+ * processing step write it through C helpers that check the caller's rights
+ * and then act as the catalog's owner (as pg_cron's cron.job).  No ordinary
+ * role has INSERT, UPDATE or DELETE on it.  Each role may SELECT the rows of
+ * the streams it may see (owned by a role it is a member of, or readable by
+ * it) and of the queries it owns; pg_read_all_stats sees everything.
+ * There are no foreign keys between these tables: pg_restore -j loads them
+ * in any order; drop_stream and the sql_drop event trigger remove a
+ * stream's rows from all of them.
  */
-GRANT SELECT, INSERT, UPDATE, DELETE ON streamwm.stream_def, streamwm.partition_state,
+REVOKE ALL ON streamwm.stream_def, streamwm.partition_state,
+    streamwm.query_def, streamwm.late_event_log FROM PUBLIC;
+GRANT SELECT ON streamwm.stream_def, streamwm.partition_state,
     streamwm.query_def, streamwm.late_event_log TO PUBLIC;
 ALTER TABLE streamwm.stream_def ENABLE ROW LEVEL SECURITY;
 ALTER TABLE streamwm.partition_state ENABLE ROW LEVEL SECURITY;
 ALTER TABLE streamwm.query_def ENABLE ROW LEVEL SECURITY;
 ALTER TABLE streamwm.late_event_log ENABLE ROW LEVEL SECURITY;
-CREATE POLICY owner_rows ON streamwm.stream_def
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'))
-    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-CREATE POLICY owner_rows ON streamwm.query_def
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'))
-    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-CREATE POLICY stream_rows ON streamwm.partition_state
-    USING (EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = partition_state.stream));
-CREATE POLICY stream_rows ON streamwm.late_event_log
-    USING (EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = late_event_log.stream));
+CREATE POLICY visible_rows ON streamwm.stream_def FOR SELECT
+    USING (pg_catalog.pg_has_role(current_user, owner, 'USAGE')
+           OR pg_catalog.pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')
+           OR coalesce(pg_catalog.has_table_privilege(stream::pg_catalog.oid, 'SELECT'), false));
+CREATE POLICY visible_rows ON streamwm.query_def FOR SELECT
+    USING (pg_catalog.pg_has_role(current_user, owner, 'USAGE')
+           OR pg_catalog.pg_has_role(current_user, 'pg_read_all_stats', 'USAGE'));
+CREATE POLICY visible_rows ON streamwm.partition_state FOR SELECT
+    USING (EXISTS (SELECT 1 FROM streamwm.stream_def d
+                    WHERE d.stream OPERATOR(pg_catalog.=) partition_state.stream));
+CREATE POLICY visible_rows ON streamwm.late_event_log FOR SELECT
+    USING (EXISTS (SELECT 1 FROM streamwm.stream_def d
+                    WHERE d.stream OPERATOR(pg_catalog.=) late_event_log.stream));
 
 SELECT pg_catalog.pg_extension_config_dump('streamwm.stream_def', '');
 SELECT pg_catalog.pg_extension_config_dump('streamwm.partition_state', '');
@@ -133,30 +145,70 @@ CREATE FUNCTION streamwm.ingest_lines(stream regclass, lines text,
 CREATE FUNCTION streamwm.process(stream regclass DEFAULT NULL, now timestamptz DEFAULT NULL)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_process' LANGUAGE C;
 
+-- Statement-level helpers of the API, in C (catalog.c, query.c): each checks
+-- the caller's rights itself; those that write the catalog then act as the
+-- catalog's owner.
+CREATE FUNCTION streamwm._register_stream(stream regclass, partitions int,
+    watermark_delay interval, event_time text, partition_key text,
+    granularity interval, idle_timeout interval, retention interval)
+    RETURNS void AS 'MODULE_PATHNAME', 'streamwm_register_stream' LANGUAGE C;
+
+CREATE FUNCTION streamwm._unregister_stream(stream regclass, cascade boolean)
+    RETURNS void AS 'MODULE_PATHNAME', 'streamwm_unregister_stream' LANGUAGE C STRICT;
+
+CREATE FUNCTION streamwm._register_query(name text, stream regclass, query text,
+    query_text text, hop interval, size interval, result_table regclass,
+    start_from text, start_offset bigint, closed_until timestamptz)
+    RETURNS void AS 'MODULE_PATHNAME', 'streamwm_register_query' LANGUAGE C STRICT;
+
+CREATE FUNCTION streamwm._unregister_query(name text)
+    RETURNS regclass AS 'MODULE_PATHNAME', 'streamwm_unregister_query' LANGUAGE C STRICT;
+
+-- The one stream a query reads (however it is spelled), and the query's
+-- text bound: deparsed with every name schema-qualified, so that it means
+-- the same whoever's search_path it is later read under.
+CREATE FUNCTION streamwm._query_stream(query text)
+    RETURNS regclass AS 'MODULE_PATHNAME', 'streamwm_query_stream' LANGUAGE C STRICT;
+
+CREATE FUNCTION streamwm._bind_query(query text)
+    RETURNS text AS 'MODULE_PATHNAME', 'streamwm_bind_query' LANGUAGE C STRICT;
+
 /* ---------------------------------------------------------------------
  * Helpers
+ *
+ * Every function below runs with search_path = pg_catalog, pg_temp, so
+ * that no name in it can be resolved to an object another role planted.
+ * Where the caller's own names must be resolved (the stream's name and
+ * column types, expressions, the query), the caller's search_path is set
+ * around exactly that statement, which contains no unqualified name of
+ * ours.
  * --------------------------------------------------------------------- */
 
 -- Parses a table name the way regclass input does ('a', 'public.a',
--- '"My Stream"') and returns it quoted, schema-qualified.
-CREATE FUNCTION streamwm._qualified_name(name text) RETURNS text
-LANGUAGE plpgsql STABLE AS $$
+-- '"My Stream"') and returns it quoted, schema-qualified, with unqualified
+-- names placed in the first schema of the caller's search_path.
+CREATE FUNCTION streamwm._qualified_name(name text, user_path text) RETURNS text
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    parts text[];
+    parts pg_catalog.text[];
+    sch   pg_catalog.text;
 BEGIN
     BEGIN
-        parts := parse_ident(name);
+        parts := pg_catalog.parse_ident(name);
     EXCEPTION WHEN invalid_parameter_value THEN
         RAISE EXCEPTION 'invalid table name "%"', name
             USING ERRCODE = 'invalid_name',
                   HINT = 'Quote names that need it, as in ''"My Stream"''.';
     END;
-    IF array_length(parts, 1) = 1 THEN
-        IF current_schema() IS NULL THEN
+    IF pg_catalog.array_length(parts, 1) = 1 THEN
+        PERFORM pg_catalog.set_config('search_path', user_path, true);
+        sch := pg_catalog.current_schema();
+        PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+        IF sch IS NULL THEN
             RAISE EXCEPTION 'no schema has been selected to create "%" in', name
                 USING ERRCODE = 'invalid_schema_name';
         END IF;
-        RETURN format('%I.%I', current_schema(), parts[1]);
+        RETURN format('%I.%I', sch, parts[1]);
     ELSIF array_length(parts, 1) = 2 THEN
         RETURN format('%I.%I', parts[1], parts[2]);
     END IF;
@@ -166,7 +218,7 @@ END $$;
 -- An interval as a fixed number of microseconds: streamwm works on the
 -- Unix-epoch time line, where a day is 86400 s (months are refused).
 CREATE FUNCTION streamwm._check_interval(what text, i interval, allow_zero boolean)
-RETURNS interval LANGUAGE plpgsql IMMUTABLE AS $$
+RETURNS interval LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF i IS NULL THEN
         RAISE EXCEPTION '% must not be NULL', what USING ERRCODE = 'null_value_not_allowed';
@@ -185,14 +237,14 @@ BEGIN
 END $$;
 
 CREATE FUNCTION streamwm._stream_of(stream regclass) RETURNS streamwm.stream_def
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     s streamwm.stream_def;
 BEGIN
     SELECT * INTO s FROM streamwm.stream_def d WHERE d.stream = _stream_of.stream;
     IF NOT FOUND THEN
         RAISE EXCEPTION '"%" is not a stream', stream
-            USING ERRCODE = 'undefined_table',
+            USING ERRCODE = 'wrong_object_type',
                   HINT = 'Create it with streamwm.create_stream().';
     END IF;
     RETURN s;
@@ -213,13 +265,31 @@ CREATE FUNCTION streamwm.create_stream(
     idle_timeout          interval DEFAULT '5 seconds',
     retention             interval DEFAULT '1 day')
 RETURNS regclass
-LANGUAGE plpgsql AS $$
+LANGUAGE sql AS $$
+SELECT streamwm._create_stream($1, $2, $3, $4, $5, $6, $7, $8, $9,
+                               pg_catalog.current_setting('search_path'))
+$$;
+
+CREATE FUNCTION streamwm._create_stream(
+    name                  text,
+    columns               text,
+    partitions            int,
+    watermark_delay       interval,
+    event_time            text,
+    partition_key         text,
+    watermark_granularity interval,
+    idle_timeout          interval,
+    retention             interval,
+    user_path             text)
+RETURNS regclass
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     qname   text;
     seqname text;
     rel     regclass;
     col     record;
     i       int;
+    ddl     text;
 BEGIN
     IF name IS NULL OR columns IS NULL THEN
         RAISE EXCEPTION 'stream name and columns must not be NULL'
@@ -234,18 +304,24 @@ BEGIN
     idle_timeout := streamwm._check_interval('idle_timeout', idle_timeout, false);
     retention := streamwm._check_interval('retention', retention, false);
 
-    qname := streamwm._qualified_name(name);
+    qname := streamwm._qualified_name(name, user_path);
     IF to_regclass(qname) IS NOT NULL THEN
         RAISE EXCEPTION 'relation % already exists', qname
             USING ERRCODE = 'duplicate_table';
     END IF;
 
-    EXECUTE format('CREATE TABLE %s (%s, '
+    -- The column list is the caller's: one list of column definitions,
+    -- whose types resolve under the caller's search_path.
+    ddl := format('CREATE TABLE %s (%s, '
                    'sw_partition int NOT NULL, '
                    'sw_offset bigint NOT NULL, '
                    'sw_write_time timestamptz NOT NULL, '
                    'sw_event_time timestamptz NOT NULL, '
                    'sw_arrival timestamptz NOT NULL)', qname, columns);
+    PERFORM streamwm._check_create_table(ddl);
+    PERFORM pg_catalog.set_config('search_path', user_path, true);
+    EXECUTE ddl;
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     rel := qname::regclass;
 
     FOR col IN SELECT attname FROM pg_attribute
@@ -259,12 +335,14 @@ BEGIN
                   DETAIL = 'Column names starting with "sw_" belong to streamwm.';
     END LOOP;
 
+    PERFORM pg_catalog.set_config('search_path', user_path, true);
     IF nullif(event_time, '') IS NOT NULL THEN
         PERFORM streamwm._check_expression(rel, event_time, true);
     END IF;
     IF nullif(partition_key, '') IS NOT NULL THEN
         PERFORM streamwm._check_expression(rel, partition_key, false);
     END IF;
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 
     seqname := format('%I.%I',
                       (SELECT nspname FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid
@@ -274,24 +352,29 @@ BEGIN
 
     EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (sw_partition, sw_offset)', rel);
     EXECUTE format('CREATE INDEX ON %s (sw_event_time)', rel);
-    EXECUTE format('CREATE TRIGGER sw_ingest BEFORE INSERT ON %s FOR EACH ROW '
+    ddl := format('CREATE TRIGGER sw_ingest BEFORE INSERT ON %s FOR EACH ROW '
                    'EXECUTE FUNCTION streamwm._stream_insert(%L, %L, %L)',
                    rel, partitions, coalesce(event_time, ''), coalesce(partition_key, ''));
+    PERFORM pg_catalog.set_config('search_path', user_path, true);
+    EXECUTE ddl;
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     EXECUTE format('CREATE TRIGGER sw_no_update BEFORE UPDATE OF sw_partition, sw_offset, '
                    'sw_write_time, sw_event_time, sw_arrival ON %s FOR EACH ROW '
                    'EXECUTE FUNCTION streamwm._stream_no_update()', rel);
 
-    INSERT INTO streamwm.stream_def (stream, partitions, watermark_delay, event_time,
-                                     partition_key, granularity, idle_timeout, retention)
-    VALUES (rel, partitions, watermark_delay, nullif(event_time, ''),
-            nullif(partition_key, ''), watermark_granularity, idle_timeout, retention);
-    INSERT INTO streamwm.partition_state (stream, partition)
-    SELECT rel, p FROM generate_series(0, partitions - 1) p;
+    PERFORM streamwm._register_stream(rel, partitions, watermark_delay,
+                                      nullif(event_time, ''), nullif(partition_key, ''),
+                                      watermark_granularity, idle_timeout, retention);
     RETURN rel;
 END $$;
 
+-- Refuses anything but one CREATE TABLE statement (the column list of
+-- create_stream is the caller's text).
+CREATE FUNCTION streamwm._check_create_table(ddl text) RETURNS void
+    AS 'MODULE_PATHNAME', 'streamwm_check_create_table' LANGUAGE C STRICT;
+
 CREATE FUNCTION streamwm._stream_no_update() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     RAISE EXCEPTION 'the system columns of stream % cannot be updated', TG_RELID::regclass
         USING ERRCODE = 'feature_not_supported',
@@ -300,29 +383,14 @@ END $$;
 
 CREATE FUNCTION streamwm.drop_stream(stream regclass, cascade boolean DEFAULT false)
 RETURNS void
-LANGUAGE plpgsql AS $$
-DECLARE
-    s streamwm.stream_def;
-    q text;
-    n int;
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    s := streamwm._stream_of(stream);
-    -- Same lock order as process(): the catalog row first, then the table.
-    PERFORM 1 FROM streamwm.stream_def d WHERE d.stream = s.stream FOR UPDATE;
-    SELECT count(*) INTO n FROM streamwm.query_def qd WHERE qd.stream = s.stream;
-    IF n > 0 AND NOT coalesce(cascade, false) THEN
-        RAISE EXCEPTION 'cannot drop stream % because % quer% read%', s.stream, n,
-            CASE WHEN n = 1 THEN 'y' ELSE 'ies' END, CASE WHEN n = 1 THEN 's it' ELSE ' it' END
-            USING ERRCODE = 'dependent_objects_still_exist',
-                  DETAIL = (SELECT string_agg(format('query %s', qd.name), ', ' ORDER BY qd.name)
-                              FROM streamwm.query_def qd WHERE qd.stream = s.stream),
-                  HINT = 'Use drop_stream(..., cascade => true) to drop the queries too (their result tables are kept).';
+    IF stream IS NULL THEN
+        RAISE EXCEPTION 'stream must not be NULL' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    FOR q IN SELECT qd.name FROM streamwm.query_def qd WHERE qd.stream = s.stream LOOP
-        PERFORM streamwm.drop_query(q, false);
-    END LOOP;
-    DELETE FROM streamwm.stream_def d WHERE d.stream = s.stream;
-    EXECUTE format('DROP TABLE %s', s.stream);
+    -- Locks the stream's catalog row first, as process() does, then the table.
+    PERFORM streamwm._unregister_stream(stream, coalesce(cascade, false));
+    EXECUTE format('DROP TABLE %s', stream);
 END $$;
 
 /* ---------------------------------------------------------------------
@@ -337,7 +405,21 @@ CREATE FUNCTION streamwm.create_query(
     result_table text DEFAULT NULL,
     start_from   text DEFAULT 'latest')
 RETURNS regclass
-LANGUAGE plpgsql AS $$
+LANGUAGE sql AS $$
+SELECT streamwm._create_query($1, $2, $3, $4, $5, $6,
+                              pg_catalog.current_setting('search_path'))
+$$;
+
+CREATE FUNCTION streamwm._create_query(
+    name         text,
+    query        text,
+    hop          interval,
+    size         interval,
+    result_table text,
+    start_from   text,
+    user_path    text)
+RETURNS regclass
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     s        streamwm.stream_def;
     rel      regclass;
@@ -350,14 +432,11 @@ DECLARE
     start_at bigint;
     seq      regclass;
     sid      regclass;
-    n        int;
+    bound    text;
 BEGIN
     IF name IS NULL OR name = '' OR query IS NULL THEN
         RAISE EXCEPTION 'query name and text must not be NULL or empty'
             USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF EXISTS (SELECT 1 FROM streamwm.query_def qd WHERE qd.name = create_query.name) THEN
-        RAISE EXCEPTION 'query "%" already exists', name USING ERRCODE = 'duplicate_object';
     END IF;
     hop := streamwm._check_interval('hop', hop, false);
     size := streamwm._check_interval('size', size, false);
@@ -371,24 +450,15 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
 
-    -- Which stream does the query read?  _query_columns() finds it among the
-    -- FROM items; here we only need the set of streams to try.
-    FOR sid IN SELECT d.stream FROM streamwm.stream_def d LOOP
-        IF streamwm._reads_stream(query, sid) THEN
-            IF s.stream IS NOT NULL THEN
-                RAISE EXCEPTION 'query reads more than one stream'
-                    USING ERRCODE = 'feature_not_supported';
-            END IF;
-            s := streamwm._stream_of(sid);
-        END IF;
-    END LOOP;
-    IF s.stream IS NULL THEN
-        RAISE EXCEPTION 'query does not read a stream'
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'The FROM clause must name a table created with streamwm.create_stream().';
-    END IF;
+    -- The query is the caller's: understood under the caller's search_path
+    -- once, here, and kept bound (every name qualified).
+    PERFORM pg_catalog.set_config('search_path', user_path, true);
+    sid := streamwm._query_stream(query);
+    bound := streamwm._bind_query(query);
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    s := streamwm._stream_of(sid);
 
-    FOR cols IN SELECT * FROM streamwm._query_columns(s.stream, query) LOOP
+    FOR cols IN SELECT * FROM streamwm._query_columns(s.stream, bound) LOOP
         coldefs := coldefs || format(', %I %s', cols.colname, cols.coltype);
         IF cols.is_key THEN
             keys := keys || cols.colname;
@@ -396,7 +466,8 @@ BEGIN
     END LOOP;
 
     tname := streamwm._qualified_name(coalesce(result_table,
-                 CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END));
+                 CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
+                 user_path);
     relid := to_regclass(tname);
     IF relid IS NULL THEN
         EXECUTE format('CREATE TABLE %s (window_start timestamptz NOT NULL, '
@@ -408,7 +479,7 @@ BEGIN
         rel := relid;
         SELECT string_agg(c, ', ') INTO missing
           FROM unnest(ARRAY['window_start', 'window_end'] ||
-                      ARRAY(SELECT colname FROM streamwm._query_columns(s.stream, query))) c
+                      ARRAY(SELECT colname FROM streamwm._query_columns(s.stream, bound))) c
          WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
                             WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
                               AND NOT a.attisdropped);
@@ -444,54 +515,52 @@ BEGIN
         start_at := 0;
     END IF;
 
-    INSERT INTO streamwm.query_def (name, stream, query, hop, size, result_table, result_name,
-                                    start_from, start_offset, search_path, closed_until)
-    VALUES (name, s.stream, query, hop, size, rel, rel::text, start_from, start_at,
-            current_setting('search_path'),
-            CASE WHEN start_from = 'latest' THEN s.watermark ELSE '-infinity' END);
+    PERFORM streamwm._register_query(name, s.stream, bound, query, hop, size, rel,
+        start_from, start_at,
+        CASE WHEN start_from = 'latest' THEN s.watermark ELSE '-infinity' END);
 
     -- Plan the upsert once now, so that an error shows here and not in the worker.
     PERFORM streamwm._check_query(name);
     RETURN rel;
 END $$;
 
-CREATE FUNCTION streamwm._reads_stream(query text, stream regclass) RETURNS boolean
-    AS 'MODULE_PATHNAME', 'streamwm_reads_stream' LANGUAGE C STRICT;
-
 CREATE FUNCTION streamwm._check_query(name text) RETURNS void
     AS 'MODULE_PATHNAME', 'streamwm_check_query' LANGUAGE C STRICT;
 
 CREATE FUNCTION streamwm.drop_query(name text, drop_result boolean DEFAULT false)
 RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    q streamwm.query_def;
     rel regclass;
 BEGIN
-    SELECT * INTO q FROM streamwm.query_def qd WHERE qd.name = drop_query.name;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'query "%" does not exist', name USING ERRCODE = 'undefined_object';
+    IF name IS NULL THEN
+        RAISE EXCEPTION 'query name must not be NULL' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    -- Same lock order as process(): the stream's catalog row first.
-    PERFORM 1 FROM streamwm.stream_def d WHERE d.stream = q.stream FOR UPDATE;
-    DELETE FROM streamwm.query_def qd WHERE qd.name = q.name;
-    IF coalesce(drop_result, false) THEN
-        rel := coalesce((SELECT c.oid FROM pg_class c WHERE c.oid = q.result_table),
-                        to_regclass(q.result_name));
-        IF rel IS NOT NULL THEN
-            EXECUTE format('DROP TABLE %s', rel);
-        END IF;
+    -- Locks the stream's catalog row first, as process() does.  Returns the
+    -- result table if it still exists and belongs to the query's owner.
+    rel := streamwm._unregister_query(name);
+    IF coalesce(drop_result, false) AND rel IS NOT NULL THEN
+        EXECUTE format('DROP TABLE %s', rel);
     END IF;
 END $$;
 
 /* A stream table dropped with plain DROP TABLE takes its catalog rows along. */
 CREATE FUNCTION streamwm._on_sql_drop() RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    gone oid[];
 BEGIN
-    DELETE FROM streamwm.stream_def d
-     USING pg_event_trigger_dropped_objects() o
+    SELECT array_agg(o.objid) INTO gone
+      FROM pg_event_trigger_dropped_objects() o
      WHERE o.classid = 'pg_class'::regclass AND o.objsubid = 0
-       AND o.object_type = 'table' AND d.stream::oid = o.objid;
+       AND o.object_type = 'table';
+    IF gone IS NULL THEN
+        RETURN;
+    END IF;
+    DELETE FROM streamwm.late_event_log l WHERE l.stream::oid = ANY (gone);
+    DELETE FROM streamwm.query_def q WHERE q.stream::oid = ANY (gone);
+    DELETE FROM streamwm.partition_state p WHERE p.stream::oid = ANY (gone);
+    DELETE FROM streamwm.stream_def d WHERE d.stream::oid = ANY (gone);
 END $$;
 
 CREATE EVENT TRIGGER streamwm_sql_drop ON sql_drop
@@ -499,55 +568,32 @@ CREATE EVENT TRIGGER streamwm_sql_drop ON sql_drop
 
 /* ---------------------------------------------------------------------
  * Views
+ *
+ * They run as their owner (the catalog's), so each filters for the role
+ * that reads it: a stream is visible to members of its owner, to roles that
+ * may SELECT from it, and to pg_read_all_stats; a query's text and last
+ * error only to members of its owner and to pg_read_all_stats, as
+ * pg_stat_statements does.  security_barrier keeps a caller's functions
+ * from seeing rows before the filter.
  * --------------------------------------------------------------------- */
 
--- Newest offset and arrival of a partition, read from the stream table's
--- primary key (an index-only backward scan).
-CREATE FUNCTION streamwm._partition_head(stream regclass, part int,
-    OUT last_offset bigint, OUT last_arrival timestamptz)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = _partition_head.stream) THEN
-        RETURN;
-    END IF;
-    EXECUTE format('SELECT sw_offset, sw_arrival FROM ONLY %s WHERE sw_partition = $1 '
-                   'ORDER BY sw_offset DESC LIMIT 1', stream)
-        INTO last_offset, last_arrival USING part;
-END $$;
-
--- Rows of a partition written but not yet processed, and when the oldest
--- of them arrived.
-CREATE FUNCTION streamwm._partition_backlog(stream regclass, part int, processed bigint,
-    OUT events bigint, OUT oldest_arrival timestamptz)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = _partition_backlog.stream) THEN
-        RETURN;
-    END IF;
-    EXECUTE format('SELECT count(*), min(sw_arrival) FROM ONLY %s '
-                   'WHERE sw_partition = $1 AND sw_offset > $2', stream)
-        INTO events, oldest_arrival USING part, processed;
-END $$;
+-- Per partition of a visible stream: newest offset and arrival, rows not
+-- yet processed and the arrival of the oldest of them.  Reads the stream
+-- table as its owner; nothing for a stream the caller may not see.
+CREATE FUNCTION streamwm._partition_stats(stream regclass,
+    OUT partition int, OUT last_offset bigint, OUT last_arrival timestamptz,
+    OUT backlog bigint, OUT oldest_arrival timestamptz)
+    RETURNS SETOF record AS 'MODULE_PATHNAME', 'streamwm_partition_stats'
+    LANGUAGE C STABLE STRICT;
 
 -- How far a query trails its stream: rows not yet in a window it closed
--- (processed or not), and the newest event time minus closed_until.
-CREATE FUNCTION streamwm._query_lag(stream regclass, closed_until timestamptz,
-    OUT pending_events bigint, OUT lag interval)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    newest timestamptz;
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = _query_lag.stream) THEN
-        RETURN;
-    END IF;
-    EXECUTE format('SELECT count(*), max(sw_event_time) FROM ONLY %s WHERE sw_event_time >= $1', stream)
-        INTO pending_events, newest USING closed_until;
-    lag := CASE WHEN newest IS NULL THEN interval '0'
-                WHEN closed_until = '-infinity' THEN NULL
-                ELSE greatest(newest - closed_until, interval '0') END;
-END $$;
+-- (processed or not), and the newest event time.
+CREATE FUNCTION streamwm._query_pending(stream regclass, closed_until timestamptz,
+    OUT pending_events bigint, OUT newest_event timestamptz)
+    RETURNS record AS 'MODULE_PATHNAME', 'streamwm_query_pending'
+    LANGUAGE C STABLE STRICT;
 
-CREATE VIEW streamwm.partitions AS
+CREATE VIEW streamwm.partitions WITH (security_barrier) AS
 SELECT p.stream,
        p.partition,
        coalesce(h.last_offset, p.processed_offset) AS last_offset,
@@ -560,11 +606,17 @@ SELECT p.stream,
             ELSE coalesce(h.last_arrival, p.last_arrival) < clock_timestamp() - d.idle_timeout
        END AS idle,
        coalesce(h.last_offset, p.processed_offset) > p.processed_offset AS behind
-  FROM streamwm.partition_state p
-  JOIN streamwm.stream_def d USING (stream)
-  CROSS JOIN LATERAL streamwm._partition_head(p.stream, p.partition) h;
+  FROM streamwm.stream_def d
+  JOIN streamwm.partition_state p ON p.stream = d.stream
+  LEFT JOIN (SELECT d2.stream, x.*
+               FROM streamwm.stream_def d2
+               CROSS JOIN LATERAL streamwm._partition_stats(d2.stream) x) h
+    ON h.stream = p.stream AND h.partition = p.partition
+ WHERE pg_catalog.pg_has_role(d.owner, 'USAGE')
+    OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')
+    OR coalesce(pg_catalog.has_table_privilege(d.stream::oid, 'SELECT'), false);
 
-CREATE VIEW streamwm.streams AS
+CREATE VIEW streamwm.streams WITH (security_barrier) AS
 SELECT d.stream,
        d.partitions,
        d.watermark,
@@ -584,34 +636,49 @@ SELECT d.stream,
        coalesce(clock_timestamp() - b.oldest_unprocessed, interval '0') AS processing_lag
   FROM streamwm.stream_def d
   CROSS JOIN LATERAL (
-      SELECT sum(x.events)::bigint AS unprocessed_events, min(x.oldest_arrival) AS oldest_unprocessed
-        FROM streamwm.partition_state p,
-             LATERAL streamwm._partition_backlog(p.stream, p.partition, p.processed_offset) x
-       WHERE p.stream = d.stream) b;
+      SELECT coalesce(sum(x.backlog), 0)::bigint AS unprocessed_events,
+             min(x.oldest_arrival) AS oldest_unprocessed
+        FROM streamwm._partition_stats(d.stream) x) b
+ WHERE pg_catalog.pg_has_role(d.owner, 'USAGE')
+    OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')
+    OR coalesce(pg_catalog.has_table_privilege(d.stream::oid, 'SELECT'), false);
 
-CREATE VIEW streamwm.queries AS
+CREATE VIEW streamwm.queries WITH (security_barrier) AS
 SELECT q.name AS query,
        q.stream,
        q.hop,
        q.size,
        coalesce((SELECT c.oid::regclass FROM pg_catalog.pg_class c WHERE c.oid = q.result_table),
-                to_regclass(q.result_name)) AS result_table,
+                (SELECT c.oid::regclass FROM pg_catalog.pg_class c
+                  WHERE c.oid = to_regclass(q.result_name) AND c.relowner = q.owner)) AS result_table,
        q.closed_until,
        q.windows_emitted,
-       q.last_error,
+       CASE WHEN o.full THEN q.last_error END AS last_error,
        q.last_error_time,
        q.rows_upserted,
        q.start_from,
        q.owner,
-       q.query AS definition,
+       CASE WHEN o.full THEN q.query_text END AS definition,
        l.pending_events,
-       l.lag
+       CASE WHEN l.newest_event IS NULL THEN interval '0'
+            WHEN q.closed_until = '-infinity' THEN NULL
+            ELSE greatest(l.newest_event - q.closed_until, interval '0') END AS lag
   FROM streamwm.query_def q
-  CROSS JOIN LATERAL streamwm._query_lag(q.stream, q.closed_until) l;
+  JOIN streamwm.stream_def d ON d.stream = q.stream
+  CROSS JOIN LATERAL (SELECT pg_catalog.pg_has_role(q.owner, 'USAGE')
+                          OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE') AS full) o
+  LEFT JOIN LATERAL streamwm._query_pending(q.stream, q.closed_until) l ON true
+ WHERE o.full
+    OR pg_catalog.pg_has_role(d.owner, 'USAGE')
+    OR coalesce(pg_catalog.has_table_privilege(d.stream::oid, 'SELECT'), false);
 
-CREATE VIEW streamwm.late_events AS
+CREATE VIEW streamwm.late_events WITH (security_barrier) AS
 SELECT l.stream, l.partition, l.sw_offset, l.sw_event_time, l.watermark
-  FROM streamwm.late_event_log l;
+  FROM streamwm.late_event_log l
+  JOIN streamwm.stream_def d ON d.stream = l.stream
+ WHERE pg_catalog.pg_has_role(d.owner, 'USAGE')
+    OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')
+    OR coalesce(pg_catalog.has_table_privilege(d.stream::oid, 'SELECT'), false);
 
 GRANT USAGE ON SCHEMA streamwm TO PUBLIC;
 GRANT SELECT ON streamwm.streams, streamwm.partitions, streamwm.queries,

@@ -7,18 +7,34 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
-#include "utils/guc.h"
-#include "utils/syscache.h"
+#include "nodes/parsenodes.h"
+#include "parser/parse_relation.h"
+#include "parser/parser.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+
+PG_FUNCTION_INFO_V1(streamwm_register_stream);
+PG_FUNCTION_INFO_V1(streamwm_unregister_stream);
+PG_FUNCTION_INFO_V1(streamwm_register_query);
+PG_FUNCTION_INFO_V1(streamwm_unregister_query);
+PG_FUNCTION_INFO_V1(streamwm_check_create_table);
 
 /*
  * Run one SPI statement and check its result code; errors are internal
@@ -44,35 +60,21 @@ sw_spi_getdatum(int row, int col, bool *isnull)
 
 /*
  * The number of partitions of a stream; a clear error if relid is not one.
- * Connects to SPI on its own, so it can be called from anywhere.
+ * Connects to SPI on its own, so it can be called from anywhere.  Reads the
+ * catalog as its owner: whoever may insert into a stream may learn this.
  */
 int
 sw_stream_partitions(Oid relid)
 {
-	Oid			types[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	bool		isnull;
 	int			n = 0;
 	bool		found;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	sw_spi_exec("SELECT partitions FROM streamwm.stream_def WHERE stream = $1",
-				1, types, values, NULL, SPI_OK_SELECT);
-	found = SPI_processed == 1;
-	if (found)
-		n = DatumGetInt32(sw_spi_getdatum(0, 1, &isnull));
+	found = sw_lookup_stream(relid, false, NULL, &n);
 	SPI_finish();
 	if (!found)
-	{
-		char	   *name = get_rel_name(relid);
-
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 name ? errmsg("\"%s\" is not a stream", name)
-				 : errmsg("stream with OID %u does not exist", relid),
-				 errhint("Create it with streamwm.create_stream().")));
-	}
+		sw_not_a_stream(relid);
 	return n;
 }
 
@@ -187,4 +189,455 @@ sw_relation_owner(Oid relid)
 	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
 	ReleaseSysCache(tup);
 	return owner;
+}
+
+/*
+ * The role that owns streamwm's catalog tables: the one that ran CREATE
+ * EXTENSION.  Only it may write them; the API and the processing step act
+ * as it (sw_enter_catalog) once they have checked the caller's rights.
+ */
+Oid
+sw_catalog_owner(void)
+{
+	Oid			nsp = get_namespace_oid("streamwm", false);
+	Oid			relid = get_relname_relid("stream_def", nsp);
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("streamwm's catalog is missing"),
+				 errhint("Run CREATE EXTENSION streamwm.")));
+	return sw_relation_owner(relid);
+}
+
+/*
+ * Act as the catalog's owner, with search_path = pg_catalog, pg_temp, until
+ * sw_leave_role().  Only streamwm's own, fully written statements run in
+ * between; user SQL inside is run after another sw_enter_role() as its
+ * owner.
+ */
+void
+sw_enter_catalog(SwRoleContext *cx)
+{
+	sw_enter_role(sw_catalog_owner(), SW_SAFE_SEARCH_PATH, cx);
+}
+
+/*
+ * Keep the caller's identity but resolve names only in pg_catalog (and
+ * pg_temp for relations), until sw_leave_safe_path().
+ */
+int
+sw_enter_safe_path(void)
+{
+	int			nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", SW_SAFE_SEARCH_PATH,
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return nestlevel;
+}
+
+void
+sw_leave_safe_path(int nestlevel)
+{
+	AtEOXact_GUC(true, nestlevel);
+}
+
+/*
+ * May the current user manage (process, drop, attach queries to) what
+ * 'owner' owns?  Members of the owner (with its privileges) may, and
+ * superusers.
+ */
+bool
+sw_may_manage(Oid owner)
+{
+	return has_privs_of_role(GetUserId(), owner);
+}
+
+/*
+ * May the current user see a stream in the monitoring views?  Members of
+ * its owner, roles that may SELECT from it, and pg_read_all_stats.
+ */
+bool
+sw_may_see_stream(Oid relid, Oid owner)
+{
+	Oid			user = GetUserId();
+
+	return has_privs_of_role(user, owner) ||
+		has_privs_of_role(user, ROLE_PG_READ_ALL_STATS) ||
+		pg_class_aclcheck(relid, user, ACL_SELECT) == ACLCHECK_OK;
+}
+
+/*
+ * The catalog row of a stream, read as the catalog's owner: its owner and
+ * partition count.  Returns false if relid is not a stream.  With lock, the
+ * row is locked FOR UPDATE (the lock order of a step: the catalog row first,
+ * then the stream table).  The caller is connected to SPI.
+ */
+bool
+sw_lookup_stream(Oid relid, bool lock, Oid *owner, int *npartitions)
+{
+	SwRoleContext cx;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		found;
+	bool		isnull;
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec(lock ?
+				"SELECT owner, partitions FROM streamwm.stream_def WHERE stream = $1 FOR UPDATE" :
+				"SELECT owner, partitions FROM streamwm.stream_def WHERE stream = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	found = SPI_processed == 1;
+	if (found)
+	{
+		if (owner)
+			*owner = DatumGetObjectId(sw_spi_getdatum(0, 1, &isnull));
+		if (npartitions)
+			*npartitions = DatumGetInt32(sw_spi_getdatum(0, 2, &isnull));
+	}
+	sw_leave_role(&cx);
+	return found;
+}
+
+/* The error for a relation that is not a stream. */
+void
+sw_not_a_stream(Oid relid)
+{
+	char	   *name = get_rel_name(relid);
+
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("\"%s\" is not a stream", name),
+			 errhint("Create it with streamwm.create_stream().")));
+}
+
+/* The error for a stream the current user may not manage. */
+static void
+not_stream_owner(Oid relid)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("must be owner of stream %s", sw_relation_name(relid))));
+}
+
+/*
+ * Check that a stream the current user manages exists; returns its owner.
+ * Locks its catalog row with lock.  The caller is connected to SPI.
+ */
+Oid
+sw_check_stream_manager(Oid relid, bool lock)
+{
+	Oid			owner;
+
+	if (!sw_lookup_stream(relid, lock, &owner, NULL))
+		sw_not_a_stream(relid);
+	if (!sw_may_manage(owner))
+		not_stream_owner(relid);
+	return owner;
+}
+
+/* The streamwm system columns and their types. */
+static const struct
+{
+	const char *name;
+	Oid			type;
+}			system_columns[] =
+{
+	{"sw_partition", INT4OID},
+	{"sw_offset", INT8OID},
+	{"sw_write_time", TIMESTAMPTZOID},
+	{"sw_event_time", TIMESTAMPTZOID},
+	{"sw_arrival", TIMESTAMPTZOID},
+};
+
+/*
+ * streamwm._register_stream(stream, partitions, watermark_delay, event_time,
+ * partition_key, granularity, idle_timeout, retention): records a table
+ * that create_stream has just built as a stream owned by the current user.
+ * Only a plain, permanent table the caller owns, with streamwm's system
+ * columns of the right types, can become a stream.
+ */
+Datum
+streamwm_register_stream(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	Relation	rel;
+	SwRoleContext cx;
+	Oid			types[9] = {OIDOID, INT4OID, INTERVALOID, TEXTOID, TEXTOID,
+	INTERVALOID, INTERVALOID, INTERVALOID, OIDOID};
+	Datum		values[9];
+	char		nulls[9];
+
+	for (int i = 0; i < 8; i++)
+	{
+		bool		may_be_null = (i == 3 || i == 4);
+
+		if (PG_ARGISNULL(i) && !may_be_null)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument %d of streamwm._register_stream() must not be NULL",
+							i + 1)));
+		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
+		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
+	}
+	relid = PG_GETARG_OID(0);
+	rel = table_open(relid, AccessExclusiveLock);
+	if (rel->rd_rel->relkind != RELKIND_RELATION ||
+		rel->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" cannot be a stream", RelationGetRelationName(rel)),
+				 errdetail("A stream is a permanent, ordinary table.")));
+	if (!pg_class_ownercheck(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, RelationGetRelationName(rel));
+	for (int i = 0; i < lengthof(system_columns); i++)
+	{
+		AttrNumber	attno = attnameAttNum(rel, system_columns[i].name, false);
+
+		if (attno <= 0 ||
+			TupleDescAttr(RelationGetDescr(rel), attno - 1)->atttypid != system_columns[i].type)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("\"%s\" cannot be a stream", RelationGetRelationName(rel)),
+					 errdetail("Its column \"%s\" is missing or not of type %s.",
+							   system_columns[i].name,
+							   format_type_be(system_columns[i].type))));
+	}
+	table_close(rel, NoLock);
+
+	values[8] = ObjectIdGetDatum(GetUserId());
+	nulls[8] = ' ';
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (sw_lookup_stream(relid, false, NULL, NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("%s is already a stream", sw_relation_name(relid))));
+	sw_enter_catalog(&cx);
+	sw_spi_exec("INSERT INTO streamwm.stream_def (stream, partitions, watermark_delay,"
+				" event_time, partition_key, granularity, idle_timeout, retention, owner)"
+				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+				9, types, values, nulls, SPI_OK_INSERT);
+	sw_spi_exec("INSERT INTO streamwm.partition_state (stream, partition)"
+				" SELECT $1, p FROM pg_catalog.generate_series(0, $2 - 1) p",
+				2, types, values, NULL, SPI_OK_INSERT);
+	sw_leave_role(&cx);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * streamwm._unregister_stream(stream, cascade): removes a stream the caller
+ * manages from the catalog (its queries too with cascade; without, an error
+ * names them).  drop_stream then drops the table as the caller.
+ */
+Datum
+streamwm_unregister_stream(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	bool		cascade = PG_GETARG_BOOL(1);
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	SwRoleContext cx;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	(void) sw_check_stream_manager(relid, true);
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT name FROM streamwm.query_def WHERE stream = $1 ORDER BY name",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed > 0 && !cascade)
+	{
+		StringInfoData names;
+		uint64		n = SPI_processed;
+
+		initStringInfo(&names);
+		for (uint64 i = 0; i < n; i++)
+		{
+			bool		isnull;
+
+			appendStringInfo(&names, "%squery %s", i > 0 ? ", " : "",
+							 TextDatumGetCString(sw_spi_getdatum(i, 1, &isnull)));
+		}
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop stream %s because queries read it",
+						sw_relation_name(relid)),
+				 errdetail_plural("%s reads it.", "%s read it.", (unsigned long) n, names.data),
+				 errhint("Use drop_stream(..., cascade => true) to drop the queries too (their result tables are kept).")));
+	}
+	sw_spi_exec("DELETE FROM streamwm.late_event_log WHERE stream = $1",
+				1, types, values, NULL, SPI_OK_DELETE);
+	sw_spi_exec("DELETE FROM streamwm.query_def WHERE stream = $1",
+				1, types, values, NULL, SPI_OK_DELETE);
+	sw_spi_exec("DELETE FROM streamwm.partition_state WHERE stream = $1",
+				1, types, values, NULL, SPI_OK_DELETE);
+	sw_spi_exec("DELETE FROM streamwm.stream_def WHERE stream = $1",
+				1, types, values, NULL, SPI_OK_DELETE);
+	sw_leave_role(&cx);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * streamwm._register_query(name, stream, query, query_text, hop, size,
+ * result_table, start_from, start_offset, closed_until): records a query
+ * owned by the current user.  It must manage the stream (a query holds the
+ * stream's rows back from retention and runs in its steps) and own the
+ * result table.
+ */
+Datum
+streamwm_register_query(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	Oid			relid = PG_GETARG_OID(1);
+	Oid			result = PG_GETARG_OID(6);
+	Oid			types[12] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID,
+		OIDOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TEXTOID, OIDOID};
+	Datum		values[12];
+	Oid			ntypes[1] = {TEXTOID};
+	SwRoleContext cx;
+	char	   *relname;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	(void) sw_check_stream_manager(relid, true);
+	relname = get_rel_name(result);
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", result)));
+	if (get_rel_relkind(result) != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("result table \"%s\" is not an ordinary table", relname)));
+	if (!pg_class_ownercheck(result, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, relname);
+
+	for (int i = 0; i < 10; i++)
+		values[i] = PG_GETARG_DATUM(i);
+	values[10] = CStringGetTextDatum(sw_relation_name(result));
+	values[11] = ObjectIdGetDatum(GetUserId());
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT 1 FROM streamwm.query_def WHERE name = $1",
+				1, ntypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("query \"%s\" already exists", name)));
+	sw_spi_exec("INSERT INTO streamwm.query_def (name, stream, query, query_text, hop, size,"
+				" result_table, start_from, start_offset, closed_until, result_name,"
+				" search_path, owner)"
+				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
+				" '" SW_SAFE_SEARCH_PATH "', $12)",
+				12, types, values, NULL, SPI_OK_INSERT);
+	sw_leave_role(&cx);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * streamwm._unregister_query(name) RETURNS regclass: removes a query the
+ * caller manages.  Returns its result table if that still exists and
+ * belongs to the query's owner (a table of the same name made by someone
+ * else is never offered for dropping), else NULL.
+ */
+Datum
+streamwm_unregister_query(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	SwRoleContext cx;
+	Oid			stream;
+	Oid			owner;
+	Oid			result;
+	bool		isnull;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT stream, owner, (SELECT c.oid FROM pg_catalog.pg_class c"
+				"  WHERE c.relowner = q.owner AND (c.oid = q.result_table"
+				"   OR c.oid = pg_catalog.to_regclass(q.result_name)) LIMIT 1)"
+				" FROM streamwm.query_def q WHERE name = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("query \"%s\" does not exist", name)));
+	stream = DatumGetObjectId(sw_spi_getdatum(0, 1, &isnull));
+	owner = DatumGetObjectId(sw_spi_getdatum(0, 2, &isnull));
+	result = DatumGetObjectId(sw_spi_getdatum(0, 3, &isnull));
+	if (isnull)
+		result = InvalidOid;
+	sw_leave_role(&cx);
+	if (!sw_may_manage(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of query \"%s\"", name)));
+	/* the lock order of a step: the stream's catalog row first */
+	(void) sw_lookup_stream(stream, true, NULL, NULL);
+	sw_enter_catalog(&cx);
+	sw_spi_exec("DELETE FROM streamwm.query_def WHERE name = $1",
+				1, types, values, NULL, SPI_OK_DELETE);
+	sw_leave_role(&cx);
+	SPI_finish();
+	if (!OidIsValid(result))
+		PG_RETURN_NULL();
+	PG_RETURN_OID(result);
+}
+
+/*
+ * streamwm._check_create_table(ddl text): the CREATE TABLE statement of
+ * create_stream holds the caller's column list; make sure it is one CREATE
+ * TABLE of plain columns and nothing else (no second statement, no
+ * inheritance, partitioning, LIKE or table options).
+ */
+Datum
+streamwm_check_create_table(PG_FUNCTION_ARGS)
+{
+	char	   *ddl = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *raw = NIL;
+	CreateStmt *cs;
+	ListCell   *lc;
+
+	PG_TRY();
+	{
+		raw = raw_parser(ddl, RAW_PARSE_DEFAULT);
+	}
+	PG_CATCH();
+	{
+		sw_reraise(cxt, NULL, "in the column list of the stream", NULL);
+	}
+	PG_END_TRY();
+	if (list_length(raw) != 1 ||
+		!IsA(linitial_node(RawStmt, raw)->stmt, CreateStmt))
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("invalid column list"),
+				 errdetail("Give column definitions only, as in 'pass int8, payload text'.")));
+	cs = (CreateStmt *) linitial_node(RawStmt, raw)->stmt;
+	if (cs->inhRelations != NIL || cs->partbound != NULL || cs->partspec != NULL ||
+		cs->ofTypename != NULL || cs->options != NIL || cs->oncommit != ONCOMMIT_NOOP ||
+		cs->tablespacename != NULL || cs->accessMethod != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("invalid column list"),
+				 errdetail("Give column definitions only, as in 'pass int8, payload text'.")));
+	foreach(lc, cs->tableElts)
+	{
+		if (!IsA(lfirst(lc), ColumnDef) && !IsA(lfirst(lc), Constraint))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("only column definitions and constraints may be given for a stream"),
+					 errhint("LIKE is not supported; list the columns.")));
+	}
+	PG_RETURN_VOID();
 }

@@ -20,6 +20,18 @@ typedef struct SwRoleContext
 	int			save_nestlevel;
 } SwRoleContext;
 
+/* what every statement of streamwm's own runs under */
+#define SW_SAFE_SEARCH_PATH "pg_catalog, pg_temp"
+
+extern Oid	sw_catalog_owner(void);
+extern void sw_enter_catalog(SwRoleContext *cx);
+extern int	sw_enter_safe_path(void);
+extern void sw_leave_safe_path(int nestlevel);
+extern bool sw_may_manage(Oid owner);
+extern bool sw_may_see_stream(Oid relid, Oid owner);
+extern bool sw_lookup_stream(Oid relid, bool lock, Oid *owner, int *npartitions);
+extern void sw_not_a_stream(Oid relid) pg_attribute_noreturn();
+extern Oid	sw_check_stream_manager(Oid relid, bool lock);
 extern void sw_enter_role(Oid role, const char *search_path, SwRoleContext *cx);
 extern void sw_leave_role(SwRoleContext *cx);
 extern Oid	sw_relation_owner(Oid relid);

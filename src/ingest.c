@@ -512,6 +512,7 @@ typedef struct IngestCall
 	/* while a batch is being inserted: */
 	InsertShape *flushing;
 	uint64		calls_before;
+	int			guc_nestlevel;	/* of the safe search_path */
 } IngestCall;
 
 static void
@@ -942,12 +943,15 @@ ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, const char *unit)
 	call->isnull = palloc0(RelationGetDescr(call->rel)->natts * sizeof(bool));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	/* our INSERT statements resolve no name outside pg_catalog */
+	call->guc_nestlevel = sw_enter_safe_path();
 }
 
 static int64
 ingest_end(IngestCall *call)
 {
 	flush_batch(call);
+	sw_leave_safe_path(call->guc_nestlevel);
 	SPI_finish();
 	table_close(call->rel, NoLock);
 	return call->stored;

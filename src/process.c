@@ -454,6 +454,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	char	   *relname;
 	Oid			owner;
 	TimestampTz needed;
+	SwRoleContext ccx;
 
 	memset(&clock, 0, sizeof(clock));
 	memset(&late, 0, sizeof(late));
@@ -463,8 +464,13 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	late.event_time = palloc(late.cap * sizeof(TimestampTz));
 	late.watermark = palloc(late.cap * sizeof(TimestampTz));
 
+	/* streamwm's own statements run as the catalog's owner, user SQL as its owner */
+	sw_enter_catalog(&ccx);
 	if (!load_stream(relid, from_worker, &clock, &retention_us))
+	{
+		sw_leave_role(&ccx);
 		return -1;
+	}
 	relname = sw_relation_name(relid);
 	owner = sw_relation_owner(relid);
 
@@ -494,11 +500,16 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	save_stream(relid, &clock, events, &late, now);
 	needed = close_all_windows(relid, &clock, now, from_worker);
 	apply_retention(relid, owner, relname, &clock, retention_us, needed);
+	sw_leave_role(&ccx);
 	return events;
 }
 
 /*
  * streamwm.process(stream regclass DEFAULT NULL, now timestamptz DEFAULT NULL)
+ *
+ * A role may process the streams it manages (it is a member of their
+ * owner): all of them when stream is NULL.  Processing someone else's
+ * stream would let a role hold its catalog row locked.
  */
 Datum
 streamwm_process(PG_FUNCTION_ARGS)
@@ -507,23 +518,28 @@ streamwm_process(PG_FUNCTION_ARGS)
 	List	   *streams = NIL;
 	ListCell   *lc;
 
-	if (!PG_ARGISNULL(0))
-		(void) sw_stream_partitions(PG_GETARG_OID(0));	/* is it a stream? */
-
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (!PG_ARGISNULL(0))
+	{
+		(void) sw_check_stream_manager(PG_GETARG_OID(0), false);
 		streams = list_make1_oid(PG_GETARG_OID(0));
+	}
 	else
 	{
-		sw_spi_exec("SELECT stream FROM streamwm.stream_def ORDER BY stream::oid",
+		SwRoleContext cx;
+
+		sw_enter_catalog(&cx);
+		sw_spi_exec("SELECT stream, owner FROM streamwm.stream_def ORDER BY stream::pg_catalog.oid",
 					0, NULL, NULL, NULL, SPI_OK_SELECT);
+		sw_leave_role(&cx);
 		for (uint64 i = 0; i < SPI_processed; i++)
 		{
 			bool		isnull;
 
-			streams = lappend_oid(streams,
-								  DatumGetObjectId(sw_spi_getdatum(i, 1, &isnull)));
+			if (sw_may_manage(DatumGetObjectId(sw_spi_getdatum(i, 2, &isnull))))
+				streams = lappend_oid(streams,
+									  DatumGetObjectId(sw_spi_getdatum(i, 1, &isnull)));
 		}
 	}
 	foreach(lc, streams)

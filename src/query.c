@@ -48,13 +48,15 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
 #include "utils/timestamp.h"
 
 #include "catalog.h"
 #include "query.h"
 #include "window.h"
 
-PG_FUNCTION_INFO_V1(streamwm_reads_stream);
+PG_FUNCTION_INFO_V1(streamwm_query_stream);
+PG_FUNCTION_INFO_V1(streamwm_bind_query);
 PG_FUNCTION_INFO_V1(streamwm_query_columns);
 PG_FUNCTION_INFO_V1(streamwm_window_sql);
 PG_FUNCTION_INFO_V1(streamwm_check_query);
@@ -189,18 +191,89 @@ stream_ref(ParsedQuery *pq, Oid relid)
 	return linitial(refs);
 }
 
-/* streamwm._reads_stream(query text, stream regclass) RETURNS boolean */
+/* Collect the OIDs of the relations a query tree reads, at any depth. */
+static bool
+collect_relations(Node *node, List **relids)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		if (rte->rtekind == RTE_RELATION)
+			*relids = list_append_unique_oid(*relids, rte->relid);
+		return false;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, collect_relations, relids,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, collect_relations, relids);
+}
+
+/*
+ * streamwm._query_stream(query text) RETURNS regclass: the one stream a
+ * query reads, found in its analyzed tree (under the caller's search_path)
+ * by OID, however it is spelled.
+ */
 Datum
-streamwm_reads_stream(PG_FUNCTION_ARGS)
+streamwm_query_stream(PG_FUNCTION_ARGS)
 {
 	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	Oid			relid = PG_GETARG_OID(1);
 	ParsedQuery pq;
-	List	   *refs = NIL;
+	Query	   *q;
+	List	   *relids = NIL;
+	Oid			stream = InvalidOid;
+	ListCell   *lc;
 
 	parse_select(query, &pq);
-	find_stream_refs(pq.select->fromClause, relid, &refs);
-	PG_RETURN_BOOL(refs != NIL);
+	q = analyze_query(copyObject(pq.raw), query);
+	(void) collect_relations((Node *) q, &relids);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	foreach(lc, relids)
+	{
+		if (!sw_lookup_stream(lfirst_oid(lc), false, NULL, NULL))
+			continue;
+		if (OidIsValid(stream))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("query reads more than one stream")));
+		stream = lfirst_oid(lc);
+	}
+	SPI_finish();
+	if (!OidIsValid(stream))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query does not read a stream"),
+				 errhint("The FROM clause must name a table created with streamwm.create_stream().")));
+	PG_RETURN_OID(stream);
+}
+
+/*
+ * streamwm._bind_query(query text) RETURNS text: the query analyzed under
+ * the caller's search_path and deparsed under search_path = pg_catalog,
+ * pg_temp, so that every function, operator, type and table in it is
+ * schema-qualified where it would not be found in pg_catalog.  This text is
+ * what steps run: it means what it meant to its creator, whoever's
+ * search_path is in force later and whatever another role plants in a
+ * schema on the creator's search_path.
+ */
+Datum
+streamwm_bind_query(PG_FUNCTION_ARGS)
+{
+	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	ParsedQuery pq;
+	Query	   *q;
+	char	   *bound;
+	int			nestlevel;
+
+	parse_select(query, &pq);
+	q = analyze_query(copyObject(pq.raw), query);
+	nestlevel = sw_enter_safe_path();
+	bound = pg_get_querydef(q, false);
+	sw_leave_safe_path(nestlevel);
+	PG_RETURN_TEXT_P(cstring_to_text(bound));
 }
 
 /*
@@ -854,7 +927,9 @@ sw_load_query(const char *name)
 	values[0] = CStringGetTextDatum(name);
 	sw_spi_exec("SELECT stream, query, hop, size,"
 				" coalesce((SELECT c.oid FROM pg_catalog.pg_class c WHERE c.oid = result_table),"
-				" pg_catalog.to_regclass(result_name)::pg_catalog.oid, 0::pg_catalog.oid),"
+				" (SELECT c.oid FROM pg_catalog.pg_class c"
+				"   WHERE c.oid = pg_catalog.to_regclass(result_name) AND c.relowner = owner),"
+				" 0::pg_catalog.oid),"
 				" start_offset, search_path, owner, closed_until, errors,"
 				" coalesce(last_error_time, '-infinity'), result_name"
 				" FROM streamwm.query_def WHERE name = $1",
@@ -900,11 +975,17 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	sw_enter_catalog(&cx);
 	def = sw_load_query(name);
+	sw_leave_role(&cx);
 	if (def == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("query \"%s\" does not exist", name)));
+	if (!sw_may_manage(def->owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of query \"%s\"", name)));
 	sw_enter_role(def->owner, def->search_path, &cx);
 	PG_TRY();
 	{

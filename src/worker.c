@@ -386,6 +386,9 @@ worker_start_transaction(const char *activity)
 		elog(ERROR, "SPI_connect failed");
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, activity);
+	/* streamwm's own statements resolve names in pg_catalog only */
+	(void) set_config_option("search_path", SW_SAFE_SEARCH_PATH,
+							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 	/* do not make DROP EXTENSION or a user wait on us for long */
 	(void) set_config_option("lock_timeout", psprintf("%d", sw_lock_timeout_ms),
 							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);

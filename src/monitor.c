@@ -1,0 +1,181 @@
+/*-------------------------------------------------------------------------
+ * monitor.c
+ *	  Owns the figures the monitoring views (streamwm.streams, partitions,
+ *	  queries) read from stream tables themselves: newest offsets, backlog,
+ *	  pending events.
+ *
+ * The views run as their owner, so these functions decide what a caller
+ * may see: nothing about a stream unless the caller is a member of its
+ * owner, may SELECT from it, or has pg_read_all_stats.  They read only
+ * relations registered in streamwm.stream_def (which only streamwm writes,
+ * and only for plain tables with its system columns), and read them as the
+ * stream's owner under SECURITY_RESTRICTED_OPERATION with search_path =
+ * pg_catalog, pg_temp: nothing a caller chooses, and no code of anyone
+ * else's, runs with more rights than it had.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "catalog.h"
+
+PG_FUNCTION_INFO_V1(streamwm_partition_stats);
+PG_FUNCTION_INFO_V1(streamwm_query_pending);
+
+/*
+ * Is relid a stream the caller may see?  Returns its owner and partition
+ * count.  The caller is connected to SPI.
+ */
+static bool
+visible_stream(Oid relid, Oid *owner, int *npartitions)
+{
+	if (!sw_lookup_stream(relid, false, owner, npartitions))
+		return false;
+	return sw_may_see_stream(relid, *owner);
+}
+
+/* Check that column col of the last SPI result has the type we read it as. */
+static void
+check_result_type(int col, Oid type)
+{
+	if (SPI_gettypeid(SPI_tuptable->tupdesc, col) != type)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("a system column of a stream has the wrong type"),
+				 errdetail("Expected %s, found %s.", format_type_be(type),
+						   format_type_be(SPI_gettypeid(SPI_tuptable->tupdesc, col)))));
+}
+
+/*
+ * streamwm._partition_stats(stream regclass) RETURNS SETOF (partition,
+ * last_offset, last_arrival, backlog, oldest_arrival): per partition, the
+ * newest row's offset and arrival (a backward scan of the primary key),
+ * and the rows after the processed offset with the oldest arrival among
+ * them.
+ */
+Datum
+streamwm_partition_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			relid = PG_GETARG_OID(0);
+	Oid			owner;
+	int			np;
+	int64	   *processed;
+	char	   *relname;
+	char	   *head_sql;
+	char	   *backlog_sql;
+	SwRoleContext cx;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (!visible_stream(relid, &owner, &np))
+	{
+		SPI_finish();
+		return (Datum) 0;
+	}
+
+	processed = palloc0(np * sizeof(int64));
+	{
+		Oid			types[1] = {OIDOID};
+		Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+		sw_enter_catalog(&cx);
+		sw_spi_exec("SELECT partition, processed_offset FROM streamwm.partition_state"
+					" WHERE stream = $1", 1, types, values, NULL, SPI_OK_SELECT);
+		sw_leave_role(&cx);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			int			p = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
+
+			if (p >= 0 && p < np)
+				processed[p] = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
+		}
+	}
+
+	relname = sw_relation_name(relid);
+	head_sql = psprintf("SELECT t.sw_offset, t.sw_arrival FROM ONLY %s t"
+						" WHERE t.sw_partition = $1 ORDER BY t.sw_offset DESC LIMIT 1",
+						relname);
+	backlog_sql = psprintf("SELECT pg_catalog.count(*), pg_catalog.min(t.sw_arrival)"
+						   " FROM ONLY %s t WHERE t.sw_partition = $1 AND t.sw_offset > $2",
+						   relname);
+	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &cx);
+	for (int p = 0; p < np; p++)
+	{
+		Oid			types[2] = {INT4OID, INT8OID};
+		Datum		args[2] = {Int32GetDatum(p), Int64GetDatum(processed[p])};
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, false};
+		bool		isnull;
+
+		values[0] = Int32GetDatum(p);
+		sw_spi_exec(head_sql, 1, types, args, NULL, SPI_OK_SELECT);
+		if (SPI_processed == 1)
+		{
+			check_result_type(1, INT8OID);
+			check_result_type(2, TIMESTAMPTZOID);
+			values[1] = sw_spi_getdatum(0, 1, &nulls[1]);
+			values[2] = sw_spi_getdatum(0, 2, &nulls[2]);
+		}
+		else
+			nulls[1] = nulls[2] = true;
+		sw_spi_exec(backlog_sql, 2, types, args, NULL, SPI_OK_SELECT);
+		check_result_type(2, TIMESTAMPTZOID);
+		values[3] = sw_spi_getdatum(0, 1, &isnull);
+		values[4] = sw_spi_getdatum(0, 2, &nulls[4]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	sw_leave_role(&cx);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * streamwm._query_pending(stream regclass, closed_until timestamptz,
+ * OUT pending_events bigint, OUT newest_event timestamptz): the rows of a
+ * stream not yet in a window a query closed, and the newest event time.
+ * NULLs for a stream the caller may not see.
+ */
+Datum
+streamwm_query_pending(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	TimestampTz closed_until = PG_GETARG_TIMESTAMPTZ(1);
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {true, true};
+	Oid			owner;
+	int			np;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (visible_stream(relid, &owner, &np))
+	{
+		SwRoleContext cx;
+		Oid			types[1] = {TIMESTAMPTZOID};
+		Datum		args[1] = {TimestampTzGetDatum(closed_until)};
+
+		sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &cx);
+		sw_spi_exec(psprintf("SELECT pg_catalog.count(*), pg_catalog.max(t.sw_event_time)"
+							 " FROM ONLY %s t WHERE t.sw_event_time >= $1",
+							 sw_relation_name(relid)),
+					1, types, args, NULL, SPI_OK_SELECT);
+		sw_leave_role(&cx);
+		check_result_type(2, TIMESTAMPTZOID);
+		values[0] = sw_spi_getdatum(0, 1, &nulls[0]);
+		values[1] = sw_spi_getdatum(0, 2, &nulls[1]);
+	}
+	SPI_finish();
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
