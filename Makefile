@@ -16,7 +16,7 @@ EXTENSION = streamwm
 DATA = sql/streamwm--0.1.sql
 PGFILEDESC = "streamwm - event-time stream processing"
 
-REGRESS = ydb_example ingest windows watermarks queries retention property security recreate
+REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
 ISOLATION = concurrent_writers concurrent_process
 ISOLATION_OPTS = --inputdir=test --outputdir=test/results

@@ -233,8 +233,16 @@ streamwm_query_stream(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	foreach(lc, relids)
 	{
-		if (!sw_lookup_stream(lfirst_oid(lc), false, NULL, NULL))
+		Oid			owner;
+
+		if (!sw_lookup_stream(lfirst_oid(lc), false, &owner, NULL))
 			continue;
+		/* a query holds its stream's rows back and runs in its steps */
+		if (!sw_may_manage(owner))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("must be owner of stream %s", sw_relation_name(lfirst_oid(lc))),
+					 errdetail("Only members of a stream's owner may add queries to it.")));
 		if (OidIsValid(stream))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -1,0 +1,136 @@
+-- Issue 7: two ordinary roles and hostile objects planted in public.  No
+-- role gets past its own rights through streamwm, and nothing bob plants is
+-- ever run by streamwm on anyone else's behalf.
+SET TimeZone = 'UTC';
+SET DateStyle = 'ISO, YMD';
+CREATE EXTENSION IF NOT EXISTS streamwm;
+
+CREATE ROLE regress_hs_alice;
+CREATE ROLE regress_hs_bob;
+CREATE ROLE regress_hs_carol IN ROLE pg_read_all_stats;
+GRANT CREATE ON SCHEMA public TO regress_hs_alice, regress_hs_bob;
+
+-- bob's trap: every call records who ran it
+SET ROLE regress_hs_bob;
+CREATE TABLE public.pwned (who name, what text);
+GRANT INSERT, SELECT ON public.pwned TO PUBLIC;
+CREATE FUNCTION public.trap_eq(regclass, oid) RETURNS boolean LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO public.pwned VALUES (current_user, 'regclass = oid'); RETURN $1::oid OPERATOR(pg_catalog.=) $2; END$$;
+CREATE OPERATOR public.= (LEFTARG = regclass, RIGHTARG = oid, FUNCTION = public.trap_eq);
+CREATE FUNCTION public.trap_eq2(oid, regclass) RETURNS boolean LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO public.pwned VALUES (current_user, 'oid = regclass'); RETURN $1 OPERATOR(pg_catalog.=) $2::oid; END$$;
+CREATE OPERATOR public.= (LEFTARG = oid, RIGHTARG = regclass, FUNCTION = public.trap_eq2);
+CREATE FUNCTION public.unnest(bigint[]) RETURNS SETOF bigint LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO public.pwned VALUES (current_user, 'unnest'); RETURN QUERY SELECT pg_catalog.unnest($1); END$$;
+RESET ROLE;
+
+-- 1. alice's stream and query, made before bob's numeric trap exists
+SET ROLE regress_hs_alice;
+SELECT streamwm.create_stream('hs_a', 'k int, price numeric');
+SELECT streamwm.create_query('hs_aq', 'SELECT k, count(*) AS n FROM hs_a WHERE price > 10 GROUP BY k',
+                             hop => '10 s', size => '10 s');
+RESET ROLE;
+-- now bob plants an exact-match operator for alice's "price > 10"
+SET ROLE regress_hs_bob;
+CREATE FUNCTION public.trap_gt(numeric, integer) RETURNS boolean LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO public.pwned VALUES (current_user, 'numeric > integer'); RETURN true; END$$;
+CREATE OPERATOR public.> (LEFTARG = numeric, RIGHTARG = integer, FUNCTION = public.trap_gt);
+RESET ROLE;
+
+SET ROLE regress_hs_alice;
+SELECT streamwm.ingest('hs_a', '[{"k": 1, "price": 5}, {"k": 1, "price": 50}, {"k": 2, "price": 20}]',
+                       write_time => '1970-01-01 00:00:01+00');
+SELECT streamwm.ingest('hs_a', '{"k": 1, "price": 1}', write_time => '1970-01-01 00:00:25+00');
+SELECT streamwm.process('hs_a');
+SELECT window_start, k, n FROM hs_aq ORDER BY 1, 2;   -- price > 10 as alice meant it
+SELECT stream, partition, last_offset, processed_offset FROM streamwm.partitions;
+SELECT query, pending_events, definition FROM streamwm.queries;
+RESET ROLE;
+-- the superuser's steps and views, under a search_path with public first
+SET search_path = public, pg_catalog;
+SELECT streamwm.ingest('hs_a', '{"k": 3, "price": 30}', write_time => '1970-01-01 00:00:31+00');
+SELECT streamwm.process();
+SELECT count(*) AS streams FROM streamwm.streams WHERE stream::text LIKE 'hs%';
+SELECT count(*) AS partitions FROM streamwm.partitions WHERE stream::text LIKE 'hs%';
+SELECT query, pending_events FROM streamwm.queries WHERE query LIKE 'hs%';
+SELECT count(*) AS late FROM streamwm.late_events WHERE stream::text LIKE 'hs%';
+RESET search_path;
+SELECT who, what FROM pwned;   -- nothing of bob's ever ran
+
+-- 2. the catalog is not writable, and the API checks ownership
+SET ROLE regress_hs_bob;
+INSERT INTO streamwm.stream_def (stream, partitions, watermark_delay, granularity, idle_timeout, retention)
+VALUES ('hs_a', 1, '0', '1 s', '5 s', '1 s');
+UPDATE streamwm.query_def SET result_table = 'pwned'::regclass;
+DELETE FROM streamwm.partition_state;
+CREATE TABLE bob_s (x int);
+SELECT streamwm._register_stream('hs_a', 1, '0', NULL, NULL, '1 s', '5 s', '1 s');   -- not his table
+SELECT streamwm._register_stream('bob_s', 1, '0', NULL, NULL, '1 s', '5 s', '1 s');  -- not a stream table
+CREATE VIEW bob_v AS SELECT 1 AS x;
+SELECT streamwm._register_stream('bob_v', 1, '0', NULL, NULL, '1 s', '5 s', '1 s');  -- a view is never a stream
+SELECT streamwm.create_query('bob_q', 'SELECT count(*) AS n FROM hs_a', hop => '1 s', size => '1 s');
+SELECT streamwm.drop_query('hs_aq');
+SELECT streamwm.drop_stream('hs_a');
+SELECT streamwm.process('hs_a');
+SELECT streamwm.process();   -- bob's own streams only: none
+SELECT streamwm._check_query('hs_aq');
+SELECT streamwm.ingest('hs_a', '{"k": 9}');   -- no INSERT privilege
+-- 3. the views show bob nothing of alice's
+SELECT count(*) FROM streamwm.streams;
+SELECT count(*) FROM streamwm.partitions;
+SELECT count(*) FROM streamwm.queries;
+SELECT count(*) FROM streamwm.late_events;
+SELECT count(*) FROM streamwm.stream_def;
+SELECT count(*) FROM streamwm.query_def;
+SELECT * FROM streamwm._partition_stats('hs_a');
+SELECT * FROM streamwm._query_pending('hs_a', '-infinity');
+RESET ROLE;
+
+-- alice lets bob read and write her stream: he sees the stream and that a
+-- query exists, never its text or error; ingest() works with INSERT alone
+SET ROLE regress_hs_alice;
+GRANT SELECT, INSERT ON hs_a TO regress_hs_bob;
+RESET ROLE;
+SET ROLE regress_hs_bob;
+SELECT stream, events FROM streamwm.streams;
+SELECT query, definition, last_error FROM streamwm.queries;
+SELECT streamwm.ingest('hs_a', '{"k": 9, "price": 99}', write_time => '1970-01-01 00:00:32+00');
+SELECT streamwm.create_query('bob_q', 'SELECT count(*) AS n FROM hs_a', hop => '1 s', size => '1 s');  -- not his stream
+RESET ROLE;
+-- pg_read_all_stats sees everything, as in pg_stat_statements
+SET ROLE regress_hs_carol;
+SELECT query, definition FROM streamwm.queries WHERE query LIKE 'hs%';
+RESET ROLE;
+
+-- 4. a column list is column definitions, nothing else
+SET ROLE regress_hs_alice;
+SELECT streamwm.create_stream('hs_inj', 'x int); CREATE TABLE hs_evil (y int');
+SELECT streamwm.create_stream('hs_inj', 'x int) INHERITS (hs_a');
+SELECT to_regclass('hs_evil') IS NULL AS no_evil, to_regclass('hs_inj') IS NULL AS no_stream;
+
+-- 5. dropping a query never drops someone else's table of the same name
+SELECT streamwm.create_query('hs_aq2', 'SELECT count(*) AS n FROM hs_a', hop => '10 s', size => '10 s');
+DROP TABLE hs_aq2;
+RESET ROLE;
+SET ROLE regress_hs_bob;
+CREATE TABLE public.hs_aq2 (window_start timestamptz PRIMARY KEY, window_end timestamptz, n bigint);
+RESET ROLE;
+SELECT streamwm.process('hs_a');
+SELECT query, result_table, windows_emitted FROM streamwm.queries WHERE query = 'hs_aq2';
+SELECT streamwm.drop_query('hs_aq2', drop_result => true);
+SELECT to_regclass('public.hs_aq2') IS NOT NULL AS bobs_table_kept;
+
+SELECT who, what FROM pwned;   -- still nothing
+
+SELECT streamwm.drop_stream('hs_a', cascade => true);
+DROP TABLE hs_aq, public.hs_aq2, bob_s, pwned;
+DROP VIEW bob_v;
+DROP OPERATOR public.= (regclass, oid);
+DROP OPERATOR public.= (oid, regclass);
+DROP OPERATOR public.> (numeric, integer);
+DROP FUNCTION public.trap_eq(regclass, oid), public.trap_eq2(oid, regclass), public.trap_gt(numeric, integer),
+    public.unnest(bigint[]);
+REVOKE CREATE ON SCHEMA public FROM regress_hs_alice, regress_hs_bob;
+DROP ROLE regress_hs_alice;
+DROP ROLE regress_hs_bob;
+DROP ROLE regress_hs_carol;
