@@ -10,13 +10,14 @@ OBJS = \
 	src/watermark.o \
 	src/process.o \
 	src/worker.o \
-	src/monitor.o
+	src/monitor.o \
+	src/guard.o
 
 EXTENSION = streamwm
 DATA = sql/streamwm--0.1.sql
 PGFILEDESC = "streamwm - event-time stream processing"
 
-REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile
+REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
 ISOLATION = concurrent_writers concurrent_process
 ISOLATION_OPTS = --inputdir=test --outputdir=test/results

@@ -112,14 +112,25 @@ SELECT pg_catalog.pg_extension_config_dump('streamwm.late_event_log', '');
  * --------------------------------------------------------------------- */
 
 -- BEFORE INSERT row trigger of every stream table: partition, offset,
--- write time, arrival and event time.  Arguments: partitions, event_time
--- expression ('' for the write time), partition_key expression ('' for none).
+-- write time, arrival and event time.  Argument: the number of partitions.
+-- The event_time and partition_key expressions are bound in the trigger's
+-- WHEN clause, built by _ingest_when() (see src/ingest.c).
 CREATE FUNCTION streamwm._stream_insert() RETURNS trigger
     AS 'MODULE_PATHNAME', 'streamwm_stream_insert' LANGUAGE C;
 
--- Checks that an expression is valid over a table and returns its type.
-CREATE FUNCTION streamwm._check_expression(rel regclass, expr text, want_timestamptz boolean)
-    RETURNS regtype AS 'MODULE_PATHNAME', 'streamwm_check_expression' LANGUAGE C STRICT;
+-- Validates a stream's event_time and partition_key expressions and returns
+-- the WHEN condition of its sw_ingest trigger that binds them.
+CREATE FUNCTION streamwm._ingest_when(rel regclass, event_time text, partition_key text)
+    RETURNS text AS 'MODULE_PATHNAME', 'streamwm_ingest_when' LANGUAGE C;
+
+-- BEFORE UPDATE statement trigger of every stream table: a stream is append-only.
+CREATE FUNCTION streamwm._stream_no_update() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'streamwm_stream_no_update' LANGUAGE C;
+
+-- BEFORE and AFTER TRUNCATE statement triggers of every stream table:
+-- TRUNCATE ... RESTART IDENTITY would reuse offsets (src/guard.c).
+CREATE FUNCTION streamwm._stream_truncate() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'streamwm_stream_truncate' LANGUAGE C;
 
 CREATE FUNCTION streamwm._query_columns(stream regclass, query text,
     OUT colname text, OUT coltype text, OUT is_key boolean)
@@ -286,6 +297,7 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     qname   text;
     seqname text;
+    when_clause text;
     rel     regclass;
     col     record;
     i       int;
@@ -335,32 +347,29 @@ BEGIN
                   DETAIL = 'Column names starting with "sw_" belong to streamwm.';
     END LOOP;
 
+    -- Validated here, bound in the sw_ingest trigger below (src/ingest.c),
+    -- both under the caller's search_path.
     PERFORM pg_catalog.set_config('search_path', user_path, true);
-    IF nullif(event_time, '') IS NOT NULL THEN
-        PERFORM streamwm._check_expression(rel, event_time, true);
-    END IF;
-    IF nullif(partition_key, '') IS NOT NULL THEN
-        PERFORM streamwm._check_expression(rel, partition_key, false);
-    END IF;
+    when_clause := streamwm._ingest_when(rel, event_time, partition_key);
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 
-    seqname := format('%I.%I',
-                      (SELECT nspname FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid
-                        WHERE c.oid = rel),
-                      left((SELECT relname FROM pg_class WHERE oid = rel), 40) || '_sw_offset_seq');
+    seqname := streamwm._offset_sequence_name(rel);
     EXECUTE format('CREATE SEQUENCE %s AS bigint OWNED BY %s.sw_offset', seqname, rel);
 
     EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (sw_partition, sw_offset)', rel);
     EXECUTE format('CREATE INDEX ON %s (sw_event_time)', rel);
-    ddl := format('CREATE TRIGGER sw_ingest BEFORE INSERT ON %s FOR EACH ROW '
-                   'EXECUTE FUNCTION streamwm._stream_insert(%L, %L, %L)',
-                   rel, partitions, coalesce(event_time, ''), coalesce(partition_key, ''));
+    ddl := format(E'CREATE TRIGGER sw_ingest BEFORE INSERT ON %s FOR EACH ROW\nWHEN (\n%s\n)\n'
+                  'EXECUTE FUNCTION streamwm._stream_insert(%L)',
+                  rel, when_clause, partitions);
     PERFORM pg_catalog.set_config('search_path', user_path, true);
     EXECUTE ddl;
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    EXECUTE format('CREATE TRIGGER sw_no_update BEFORE UPDATE OF sw_partition, sw_offset, '
-                   'sw_write_time, sw_event_time, sw_arrival ON %s FOR EACH ROW '
+    EXECUTE format('CREATE TRIGGER sw_no_update BEFORE UPDATE ON %s FOR EACH STATEMENT '
                    'EXECUTE FUNCTION streamwm._stream_no_update()', rel);
+    EXECUTE format('CREATE TRIGGER sw_truncate_start BEFORE TRUNCATE ON %s FOR EACH STATEMENT '
+                   'EXECUTE FUNCTION streamwm._stream_truncate()', rel);
+    EXECUTE format('CREATE TRIGGER sw_truncate_check AFTER TRUNCATE ON %s FOR EACH STATEMENT '
+                   'EXECUTE FUNCTION streamwm._stream_truncate()', rel);
 
     PERFORM streamwm._register_stream(rel, partitions, watermark_delay,
                                       nullif(event_time, ''), nullif(partition_key, ''),
@@ -373,12 +382,32 @@ END $$;
 CREATE FUNCTION streamwm._check_create_table(ddl text) RETURNS void
     AS 'MODULE_PATHNAME', 'streamwm_check_create_table' LANGUAGE C STRICT;
 
-CREATE FUNCTION streamwm._stream_no_update() RETURNS trigger
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+-- A free name for a stream's offset sequence in the stream's schema:
+-- <relname>_sw_offset_seq, the relation name shortened (by whole
+-- characters) to fit in 63 bytes, with a counter when that is taken.
+CREATE FUNCTION streamwm._offset_sequence_name(rel regclass) RETURNS text
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    nsp    oid;
+    base   text;
+    suffix text;
+    name   text;
+    n      int := 0;
 BEGIN
-    RAISE EXCEPTION 'the system columns of stream % cannot be updated', TG_RELID::regclass
-        USING ERRCODE = 'feature_not_supported',
-              DETAIL = 'sw_partition, sw_offset, sw_write_time, sw_event_time and sw_arrival are assigned on ingest.';
+    SELECT c.relnamespace, c.relname INTO nsp, base FROM pg_class c WHERE c.oid = rel;
+    LOOP
+        suffix := '_sw_offset_seq' || CASE WHEN n = 0 THEN '' ELSE n::text END;
+        name := base;
+        WHILE octet_length(name || suffix) > 63 LOOP
+            name := left(name, -1);
+        END LOOP;
+        name := name || suffix;
+        EXIT WHEN NOT EXISTS (SELECT 1 FROM pg_class c
+                               WHERE c.relnamespace OPERATOR(pg_catalog.=) nsp
+                                 AND c.relname OPERATOR(pg_catalog.=) name);
+        n := n + 1;
+    END LOOP;
+    RETURN format('%I.%I', (SELECT nspname FROM pg_namespace WHERE oid OPERATOR(pg_catalog.=) nsp), name);
 END $$;
 
 CREATE FUNCTION streamwm.drop_stream(stream regclass, cascade boolean DEFAULT false)
@@ -565,6 +594,47 @@ END $$;
 
 CREATE EVENT TRIGGER streamwm_sql_drop ON sql_drop
     EXECUTE FUNCTION streamwm._on_sql_drop();
+
+/*
+ * DDL that would break a stream is refused (src/guard.c): changes of its
+ * sw_* columns and triggers, rules, inheritance, its offset sequence.
+ * SECURITY DEFINER so that it sees every stream in stream_def; no SET
+ * search_path, because it must find the tables a command names as the
+ * command will (its one SQL statement is schema-qualified throughout).
+ */
+CREATE FUNCTION streamwm._guard_ddl() RETURNS event_trigger
+    AS 'MODULE_PATHNAME', 'streamwm_guard_ddl'
+    LANGUAGE C SECURITY DEFINER;
+
+CREATE EVENT TRIGGER streamwm_guard_ddl ON ddl_command_start
+    EXECUTE FUNCTION streamwm._guard_ddl();
+
+/* ... and what a CASCADE would take along: a stream's own triggers. */
+CREATE FUNCTION streamwm._guard_sql_drop() RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    o   record;
+    rel regclass;
+BEGIN
+    FOR o IN SELECT * FROM pg_event_trigger_dropped_objects() d
+              WHERE d.object_type OPERATOR(pg_catalog.=) 'trigger'
+                AND pg_catalog.array_length(d.address_names, 1) OPERATOR(pg_catalog.=) 3
+                AND d.address_names[3] OPERATOR(pg_catalog.~~) 'sw\_%' LOOP
+        rel := pg_catalog.to_regclass(pg_catalog.quote_ident(o.address_names[1]) || '.' ||
+                                      pg_catalog.quote_ident(o.address_names[2]));
+        IF rel IS NOT NULL AND EXISTS (SELECT 1 FROM streamwm.stream_def d
+                                        WHERE d.stream OPERATOR(pg_catalog.=) rel) THEN
+            RAISE EXCEPTION 'cannot drop trigger "%" of stream "%"', o.address_names[3],
+                o.address_names[2]
+                USING ERRCODE = 'dependent_objects_still_exist',
+                      DETAIL = 'streamwm assigns offsets and keeps the stream append-only with this trigger.',
+                      HINT = 'Drop the stream with streamwm.drop_stream(), or leave out CASCADE.';
+        END IF;
+    END LOOP;
+END $$;
+
+CREATE EVENT TRIGGER streamwm_guard_sql_drop ON sql_drop
+    EXECUTE FUNCTION streamwm._guard_sql_drop();
 
 /* ---------------------------------------------------------------------
  * Views

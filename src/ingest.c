@@ -30,8 +30,22 @@
  * a partition they increase but are not dense.  Sessions pick different
  * sticky partitions, so concurrent writers rarely wait on each other.
  *
- * The parsed event_time and partition_key expressions are cached per backend
- * and per stream, and dropped on relcache invalidation of the stream table.
+ * The event_time and partition_key expressions are bound once, when the
+ * stream is created, under the creator's search_path: create_stream puts
+ * them into the WHEN clause of the sw_ingest trigger, in a form that is
+ * always true,
+ *
+ *	 WHEN (true OR (<event_time>) IS NULL OR (<partition_key>) IS NULL)
+ *
+ * so PostgreSQL stores them as trees (pg_trigger.tgqual), records that the
+ * trigger depends on the columns and functions they use (DROP COLUMN or
+ * ALTER TYPE of such a column is refused, naming the trigger; a renamed
+ * column is followed), pg_dump dumps them as qualified text, and the
+ * planner folds the condition to true at its first argument, so the
+ * executor never evaluates (or even simplifies) them there.  The trigger takes them out of tgqual and evaluates them on
+ * the row itself: nobody's search_path at insert time re-resolves a name.
+ * The prepared expressions are cached per backend and per stream, and
+ * dropped on relcache invalidation of the stream table.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -56,6 +70,8 @@
 #include "parser/parse_expr.h"
 #include "parser/parse_relation.h"
 #include "parser/parser.h"
+#include "rewrite/prs2lock.h"
+#include "rewrite/rewriteManip.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/array.h"
@@ -66,14 +82,16 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
 #include "catalog.h"
+#include "guard.h"
 #include "ingest.h"
 
 PG_FUNCTION_INFO_V1(streamwm_stream_insert);
-PG_FUNCTION_INFO_V1(streamwm_check_expression);
+PG_FUNCTION_INFO_V1(streamwm_ingest_when);
 PG_FUNCTION_INFO_V1(streamwm_ingest);
 PG_FUNCTION_INFO_V1(streamwm_ingest_lines);
 
@@ -128,10 +146,14 @@ ingest_cache_invalidate(Datum arg, Oid relid)
 }
 
 /*
- * Parse, analyze and plan an SQL expression over the columns of rel.
- * With want_timestamptz the result is coerced to timestamptz.  Errors are
- * the parser's own (unknown column, wrong type, ...), raised when the
- * stream is created.
+ * Parse and analyze an SQL expression over the columns of rel, as the
+ * user gave it to create_stream.  The text must be one expression and
+ * nothing else: it is parsed as "SELECT (<text>\n)" and must come out as a
+ * single SelectStmt with one target and no other clause, so it cannot end
+ * the expression and smuggle in more SQL.  With want_timestamptz it must
+ * return timestamptz (an untyped literal is read as one): an event time of
+ * type timestamp would depend on the writer's TimeZone.  Returns the
+ * analyzed, unplanned tree (Vars of rel have varno 1).
  */
 Expr *
 sw_row_expression(Relation rel, const char *exprtext, bool want_timestamptz)
@@ -142,80 +164,97 @@ sw_row_expression(Relation rel, const char *exprtext, bool want_timestamptz)
 	ParseState *pstate;
 	ParseNamespaceItem *nsitem;
 	Node	   *expr;
-	char	   *sql = psprintf("SELECT %s", exprtext);
+	Oid			type;
+	char	   *sql = psprintf("SELECT (%s\n)", exprtext);
 
 	raw = raw_parser(sql, RAW_PARSE_DEFAULT);
 	if (list_length(raw) != 1 ||
 		!IsA(((RawStmt *) linitial(raw))->stmt, SelectStmt))
 		ereport(ERROR,
 				(errcode(ERRCODE_SYNTAX_ERROR),
-				 errmsg("invalid expression: %s", exprtext)));
+				 errmsg("invalid expression: %s", exprtext),
+				 errdetail("Give a single expression over the stream's columns.")));
 	stmt = (SelectStmt *) ((RawStmt *) linitial(raw))->stmt;
-	if (list_length(stmt->targetList) != 1 || stmt->fromClause != NIL ||
-		stmt->whereClause != NULL || stmt->groupClause != NIL ||
-		stmt->sortClause != NIL || stmt->limitCount != NULL)
+	if (stmt->op != SETOP_NONE || list_length(stmt->targetList) != 1 ||
+		stmt->distinctClause != NIL || stmt->intoClause != NULL ||
+		stmt->fromClause != NIL || stmt->whereClause != NULL ||
+		stmt->groupClause != NIL || stmt->havingClause != NULL ||
+		stmt->windowClause != NIL || stmt->valuesLists != NIL ||
+		stmt->sortClause != NIL || stmt->limitOffset != NULL ||
+		stmt->limitCount != NULL || stmt->lockingClause != NIL ||
+		stmt->withClause != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_SYNTAX_ERROR),
 				 errmsg("invalid expression: %s", exprtext),
 				 errdetail("Give a single expression over the stream's columns.")));
 	rt = linitial_node(ResTarget, stmt->targetList);
+	if (rt->name != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_SYNTAX_ERROR),
+				 errmsg("invalid expression: %s", exprtext),
+				 errdetail("Give a single expression over the stream's columns.")));
 
 	pstate = make_parsestate(NULL);
 	nsitem = addRangeTableEntryForRelation(pstate, rel, AccessShareLock,
 										   NULL, false, true);
 	addNSItemToQuery(pstate, nsitem, true, true, true);
 	expr = transformExpr(pstate, rt->val, EXPR_KIND_GENERATED_COLUMN);
-	if (want_timestamptz)
+	type = exprType(expr);
+	if (want_timestamptz && type == UNKNOWNOID)
 	{
-		Oid			type = exprType(expr);
-		Node	   *coerced;
-
-		coerced = coerce_to_target_type(pstate, expr, type,
-										TIMESTAMPTZOID, -1,
-										COERCION_ASSIGNMENT,
-										COERCE_IMPLICIT_CAST, -1);
-		if (coerced == NULL)
+		expr = coerce_to_target_type(pstate, expr, type, TIMESTAMPTZOID, -1,
+									 COERCION_EXPLICIT, COERCE_EXPLICIT_CAST, -1);
+		type = TIMESTAMPTZOID;
+	}
+	if (want_timestamptz && getBaseType(type) != TIMESTAMPTZOID)
+	{
+		if (getBaseType(type) == TIMESTAMPOID)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("event_time expression must return timestamptz, not %s",
 							format_type_be(type)),
-					 errhint("Convert it, for example with to_timestamp().")));
-		expr = coerced;
+					 errdetail("A timestamp without time zone would be read in the TimeZone of whoever writes the row."),
+					 errhint("Say which time zone it is in, for example (%s) AT TIME ZONE 'UTC'.",
+							 exprtext)));
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("event_time expression must return timestamptz, not %s",
+						format_type_be(type)),
+				 errhint("Convert it explicitly, for example with to_timestamp().")));
 	}
 	assign_expr_collations(pstate, expr);
 	free_parsestate(pstate);
-	return expression_planner((Expr *) expr);
+	return (Expr *) expr;
 }
 
-/*
- * streamwm._check_expression(rel regclass, expr text, want_timestamptz bool)
- * RETURNS regtype: validates an event_time or partition_key expression.
- */
 static void
 expression_error_context(void *arg)
 {
 	errcontext("in expression \"%s\"", (const char *) arg);
 }
 
-Datum
-streamwm_check_expression(PG_FUNCTION_ARGS)
+/*
+ * Validate one expression given to create_stream and return it as SQL
+ * text in which every column is NEW.column and every function and
+ * operator is written so that it resolves to the same object under the
+ * current search_path (qualified where it would not).
+ */
+static char *
+ingest_when_part(Relation rel, const char *exprtext, bool is_event_time)
 {
-	Oid			relid = PG_GETARG_OID(0);
-	char	   *exprtext = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	bool		want_tstz = PG_GETARG_BOOL(2);
-	Relation	rel = table_open(relid, AccessShareLock);
 	ErrorContextCallback errcb;
 	Expr	   *expr;
 	Oid			type;
+	char	   *result;
 
 	errcb.callback = expression_error_context;
-	errcb.arg = exprtext;
+	errcb.arg = (void *) exprtext;
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
-	expr = sw_row_expression(rel, exprtext, want_tstz);
-	type = exprType((Node *) expr);
 
-	if (!want_tstz)
+	expr = sw_row_expression(rel, exprtext, is_event_time);
+	type = exprType((Node *) expr);
+	if (!is_event_time)
 	{
 		TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC);
 
@@ -225,22 +264,76 @@ streamwm_check_expression(PG_FUNCTION_ARGS)
 					 errmsg("partition_key of type %s cannot be hashed",
 							format_type_be(type))));
 	}
+	result = deparse_expression((Node *) expr,
+								deparse_context_for("new", RelationGetRelid(rel)),
+								true, true);
 	error_context_stack = errcb.previous;
-	table_close(rel, AccessShareLock);
-	PG_RETURN_OID(type);
+	return result;
 }
 
-static AttrNumber
-required_attnum(Relation rel, const char *name)
+/*
+ * streamwm._ingest_when(rel regclass, event_time text, partition_key text)
+ * RETURNS text: validates the stream's event_time and partition_key
+ * expressions (NULL or '' for none) and returns the WHEN condition of its
+ * sw_ingest trigger that binds them (see the file header).  Each
+ * expression stands on lines of its own.
+ */
+Datum
+streamwm_ingest_when(PG_FUNCTION_ARGS)
 {
-	AttrNumber	attno = attnameAttNum(rel, name, false);
+	Relation	rel;
+	char	   *event_time = NULL;
+	char	   *partition_key = NULL;
+	StringInfoData buf;
 
-	if (attno == InvalidAttrNumber)
+	if (PG_ARGISNULL(0))
 		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("stream table %s has no column \"%s\"",
-						RelationGetRelationName(rel), name)));
-	return attno;
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("stream must not be NULL")));
+	if (!PG_ARGISNULL(1))
+		event_time = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (!PG_ARGISNULL(2))
+		partition_key = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	rel = table_open(PG_GETARG_OID(0), AccessShareLock);
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "true OR (\n");
+	if (event_time != NULL && event_time[0] != '\0')
+		appendStringInfo(&buf, "%s\n", ingest_when_part(rel, event_time, true));
+	else
+		appendStringInfoString(&buf, "NULL::pg_catalog.timestamptz\n");
+	appendStringInfoString(&buf, ") IS NULL OR (\n");
+	if (partition_key != NULL && partition_key[0] != '\0')
+		appendStringInfo(&buf, "%s\n", ingest_when_part(rel, partition_key, false));
+	else
+		appendStringInfoString(&buf, "NULL::pg_catalog.int4\n");
+	appendStringInfoString(&buf, ") IS NULL");
+
+	table_close(rel, AccessShareLock);
+	PG_RETURN_TEXT_P(cstring_to_text(buf.data));
+}
+
+/*
+ * One expression of the sw_ingest trigger's WHEN clause, ready to run on
+ * the row in the scan slot; NULL when the stream has none.
+ */
+static Expr *
+ingest_bound_expression(Relation rel, Node *arm)
+{
+	Node	   *expr;
+
+	if (arm == NULL || !IsA(arm, NullTest) ||
+		((NullTest *) arm)->nulltesttype != IS_NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("trigger sw_ingest of stream \"%s\" has an unexpected WHEN clause",
+						RelationGetRelationName(rel))));
+	expr = (Node *) ((NullTest *) arm)->arg;
+	if (IsA(expr, Const) && ((Const *) expr)->constisnull)
+		return NULL;
+	expr = copyObject(expr);
+	ChangeVarNodes(expr, PRS2_NEW_VARNO, 1, 0);
+	return expression_planner((Expr *) expr);
 }
 
 /* Build (or find) the cached ingest state of a stream table. */
@@ -252,6 +345,7 @@ ingest_state(Relation rel, Trigger *trigger)
 	bool		found;
 	MemoryContext old;
 	List	   *seqs;
+	SwStreamColumns cols;
 
 	if (ingest_cache == NULL)
 	{
@@ -272,8 +366,8 @@ ingest_state(Relation rel, Trigger *trigger)
 	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "streamwm ingest",
 									   ALLOCSET_SMALL_SIZES);
 
-	if (trigger->tgnargs != 3)
-		elog(ERROR, "streamwm._stream_insert() needs 3 trigger arguments");
+	if (trigger->tgnargs != 1)
+		elog(ERROR, "streamwm._stream_insert() needs 1 trigger argument");
 	entry->npartitions = pg_strtoint32(trigger->tgargs[0]);
 	if (entry->npartitions < 1)
 		elog(ERROR, "invalid partition count in trigger on %s",
@@ -290,32 +384,55 @@ ingest_state(Relation rel, Trigger *trigger)
 						RelationGetRelationName(rel))));
 	entry->seqoid = linitial_oid(seqs);
 
-	entry->att_partition = required_attnum(rel, "sw_partition");
-	entry->att_offset = required_attnum(rel, "sw_offset");
-	entry->att_write_time = required_attnum(rel, "sw_write_time");
-	entry->att_event_time = required_attnum(rel, "sw_event_time");
-	entry->att_arrival = required_attnum(rel, "sw_arrival");
+	/* every Datum of a system column we read or write has its type */
+	sw_check_stream_columns(rel, &cols);
+	entry->att_partition = cols.partition;
+	entry->att_offset = cols.offset;
+	entry->att_write_time = cols.write_time;
+	entry->att_event_time = cols.event_time;
+	entry->att_arrival = cols.arrival;
 
 	old = MemoryContextSwitchTo(entry->cxt);
 	entry->event_expr = NULL;
 	entry->key_expr = NULL;
-	if (trigger->tgargs[1][0] != '\0')
-		entry->event_expr = ExecInitExpr(sw_row_expression(rel, trigger->tgargs[1], true),
-										 NULL);
-	if (trigger->tgargs[2][0] != '\0')
+	if (trigger->tgqual != NULL)
 	{
-		Expr	   *key = sw_row_expression(rel, trigger->tgargs[2], false);
-		TypeCacheEntry *tc = lookup_type_cache(exprType((Node *) key),
-											   TYPECACHE_HASH_EXTENDED_PROC_FINFO);
+		BoolExpr   *qual = (BoolExpr *) stringToNode(trigger->tgqual);
+		Expr	   *event;
+		Expr	   *key;
 
-		if (!OidIsValid(tc->hash_extended_proc))
+		if (!IsA(qual, BoolExpr) || qual->boolop != OR_EXPR ||
+			list_length(qual->args) != 3 || !IsA(linitial(qual->args), Const))
 			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_FUNCTION),
-					 errmsg("partition_key of type %s cannot be hashed",
-							format_type_be(exprType((Node *) key)))));
-		fmgr_info_cxt(tc->hash_extended_proc, &entry->key_hash, entry->cxt);
-		entry->key_collation = exprCollation((Node *) key);
-		entry->key_expr = ExecInitExpr(key, NULL);
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("trigger sw_ingest of stream \"%s\" has an unexpected WHEN clause",
+							RelationGetRelationName(rel))));
+		event = ingest_bound_expression(rel, lsecond(qual->args));
+		key = ingest_bound_expression(rel, lthird(qual->args));
+		if (event != NULL)
+		{
+			if (getBaseType(exprType((Node *) event)) != TIMESTAMPTZOID)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("event_time expression of stream \"%s\" returns %s, not timestamptz",
+								RelationGetRelationName(rel),
+								format_type_be(exprType((Node *) event)))));
+			entry->event_expr = ExecInitExpr(event, NULL);
+		}
+		if (key != NULL)
+		{
+			TypeCacheEntry *tc = lookup_type_cache(exprType((Node *) key),
+												   TYPECACHE_HASH_EXTENDED_PROC_FINFO);
+
+			if (!OidIsValid(tc->hash_extended_proc))
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_FUNCTION),
+						 errmsg("partition_key of type %s cannot be hashed",
+								format_type_be(exprType((Node *) key)))));
+			fmgr_info_cxt(tc->hash_extended_proc, &entry->key_hash, entry->cxt);
+			entry->key_collation = exprCollation((Node *) key);
+			entry->key_expr = ExecInitExpr(key, NULL);
+		}
 	}
 	entry->econtext = CreateStandaloneExprContext();
 	entry->slot = MakeSingleTupleTableSlot(CreateTupleDescCopy(RelationGetDescr(rel)),
@@ -382,6 +499,24 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 				 errmsg("cannot insert a value into column \"sw_offset\" of stream %s",
 						RelationGetRelationName(rel)),
 				 errdetail("Offsets are assigned by streamwm.")));
+
+	/* ... nor sw_event_time (set sw_write_time or define event_time) */
+	(void) heap_getattr(tuple, st->att_event_time, tupdesc, &isnull);
+	if (!isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_GENERATED_ALWAYS),
+				 errmsg("cannot insert a value into column \"sw_event_time\" of stream %s",
+						RelationGetRelationName(rel)),
+				 errdetail("The event time is the stream's event_time expression evaluated on the row, or else sw_write_time."),
+				 errhint("Set sw_write_time, or define event_time when creating the stream.")));
+	/* ... nor the arrival, which is when the row was really written */
+	(void) heap_getattr(tuple, st->att_arrival, tupdesc, &isnull);
+	if (!isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_GENERATED_ALWAYS),
+				 errmsg("cannot insert a value into column \"sw_arrival\" of stream %s",
+						RelationGetRelationName(rel)),
+				 errdetail("The arrival time is assigned by streamwm.")));
 
 	clock = GetCurrentTimestamp();
 	d = heap_getattr(tuple, st->att_write_time, tupdesc, &isnull);
@@ -909,6 +1044,7 @@ ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, const char *unit)
 {
 	Oid			relid;
 	int			npartitions;
+	SwStreamColumns cols;
 
 	memset(call, 0, sizeof(IngestCall));
 	if (PG_ARGISNULL(0))
@@ -919,8 +1055,9 @@ ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, const char *unit)
 	npartitions = sw_stream_partitions(relid);	/* errors for a non-stream */
 	call->rel = table_open(relid, RowExclusiveLock);
 	call->unit = unit;
-	call->att_partition = attnameAttNum(call->rel, "sw_partition", false);
-	call->att_write_time = attnameAttNum(call->rel, "sw_write_time", false);
+	sw_check_stream_columns(call->rel, &cols);
+	call->att_partition = cols.partition;
+	call->att_write_time = cols.write_time;
 	if (!PG_ARGISNULL(2))
 	{
 		call->have_partition = true;

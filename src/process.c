@@ -38,6 +38,7 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -49,6 +50,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "guard.h"
 #include "process.h"
 #include "query.h"
 #include "watermark.h"
@@ -156,8 +158,16 @@ read_batch(Oid relid, Oid owner, const char *relname, SwStreamClock *clock,
 	SwRoleContext rcx;
 	Oid			types[2] = {INT8ARRAYOID, INT8OID};
 	Datum		values[2];
+	static const Oid result_types[4] = {INT4OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	char	   *sql;
 	uint64		n;
+	Relation	rel;
+	SwStreamColumns cols;
+
+	/* the system columns must have the types we read them as (guard.c) */
+	rel = table_open(relid, AccessShareLock);
+	sw_check_stream_columns(rel, &cols);
+	table_close(rel, NoLock);
 
 	sql = psprintf("SELECT s.sw_partition, s.sw_offset, s.sw_event_time, s.sw_arrival"
 				   " FROM pg_catalog.unnest($1) WITH ORDINALITY AS p(done, n)"
@@ -172,6 +182,7 @@ read_batch(Oid relid, Oid owner, const char *relname, SwStreamClock *clock,
 	sw_spi_exec(sql, 2, types, values, NULL, SPI_OK_SELECT);
 	sw_leave_role(&rcx);
 	n = SPI_processed;
+	sw_check_result_types(SPI_tuptable->tupdesc, result_types, 4, relname);
 	for (uint64 i = 0; i < n; i++)
 	{
 		bool		isnull;

@@ -12,6 +12,7 @@
  */
 #include "postgres.h"
 
+#include "common/int.h"
 #include "fmgr.h"
 #include "utils/timestamp.h"
 
@@ -23,28 +24,58 @@ PG_FUNCTION_INFO_V1(streamwm_window_start);
 #define SW_UNIX_EPOCH_PG_USEC \
 	(-((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY))
 
-/* An interval as microseconds, a month counted as 30 days. */
+/*
+ * An interval as microseconds, a month counted as 30 days.  An interval
+ * longer than int64 microseconds (about 292 000 years) is an error.
+ */
 int64
 sw_interval_usec(const Interval *span)
 {
-	return span->time + (int64) span->day * USECS_PER_DAY +
-		(int64) span->month * DAYS_PER_MONTH * USECS_PER_DAY;
+	int64		days;
+	int64		result;
+
+	days = (int64) span->month * DAYS_PER_MONTH + span->day;
+	if (pg_mul_s64_overflow(days, USECS_PER_DAY, &result) ||
+		pg_add_s64_overflow(result, span->time, &result))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("interval out of range")));
+	return result;
 }
 
-/* Start of the epoch-aligned pane [k*hop, (k+1)*hop) that contains t. */
+/*
+ * Start of the epoch-aligned pane [k*hop, (k+1)*hop) that contains t.
+ *
+ * Computed as t - ((t - epoch) mod hop) with the remainder taken from the
+ * two operands' remainders, so that nothing overflows for a t near either
+ * end of the timestamp range (t - epoch alone overflows int64 near the
+ * end).  A pane start before the first representable timestamp is an
+ * error, not a wrapped-around value.
+ */
 TimestampTz
 sw_pane_start(TimestampTz t, int64 hop_us)
 {
-	int64		since_epoch;
-	int64		k;
+	int64		rem;
+	TimestampTz result;
 
 	if (TIMESTAMP_NOT_FINITE(t))
 		return t;
-	since_epoch = t - SW_UNIX_EPOCH_PG_USEC;
-	k = since_epoch / hop_us;
-	if (since_epoch % hop_us < 0)
-		k--;
-	return SW_UNIX_EPOCH_PG_USEC + k * hop_us;
+	if (hop_us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("hop must be positive")));
+	/* both remainders are in (-hop, hop) and the epoch is small: no overflow */
+	rem = (t % hop_us) - (SW_UNIX_EPOCH_PG_USEC % hop_us);
+	rem %= hop_us;
+	if (rem < 0)
+		rem += hop_us;
+	if (pg_sub_s64_overflow(t, rem, &result) || !IS_VALID_TIMESTAMP(result))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+				 errmsg("timestamp out of range"),
+				 errdetail("The window that contains %s would start before the first representable timestamp.",
+						   timestamptz_to_str(t))));
+	return result;
 }
 
 /*
@@ -56,9 +87,5 @@ streamwm_window_start(PG_FUNCTION_ARGS)
 	TimestampTz t = PG_GETARG_TIMESTAMPTZ(0);
 	int64		hop_us = sw_interval_usec(PG_GETARG_INTERVAL_P(1));
 
-	if (hop_us <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("hop must be positive")));
 	PG_RETURN_TIMESTAMPTZ(sw_pane_start(t, hop_us));
 }
