@@ -9,13 +9,14 @@ OBJS = \
 	src/query.o \
 	src/watermark.o \
 	src/process.o \
+	src/limit.o \
 	src/worker.o
 
 EXTENSION = streamwm
 DATA = sql/streamwm--0.1.sql
 PGFILEDESC = "streamwm - event-time stream processing"
 
-REGRESS = ydb_example ingest windows watermarks queries retention property security recreate
+REGRESS = ydb_example ingest windows watermarks queries retention property security recreate limits
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
 ISOLATION = concurrent_writers concurrent_process
 ISOLATION_OPTS = --inputdir=test --outputdir=test/results

@@ -25,7 +25,11 @@ CREATE TABLE streamwm.stream_def (
     events          bigint NOT NULL DEFAULT 0,
     late_events     bigint NOT NULL DEFAULT 0,
     expired_rows    bigint NOT NULL DEFAULT 0,
-    last_processed  timestamptz
+    last_processed  timestamptz,
+    max_future_skew interval,           -- NULL: no limit (SPEC section 10)
+    future_events   bigint NOT NULL DEFAULT 0,
+    retained_from   timestamptz NOT NULL DEFAULT '-infinity'  -- rows with event time
+                                        -- before this may have been removed by retention
 );
 
 CREATE TABLE streamwm.partition_state (
@@ -65,6 +69,7 @@ CREATE TABLE streamwm.late_event_log (
     sw_offset     bigint NOT NULL,
     sw_event_time timestamptz NOT NULL,
     watermark     timestamptz NOT NULL,
+    arrival       timestamptz NOT NULL, -- the row's sw_arrival: kept for retention after it
     PRIMARY KEY (stream, partition, sw_offset)
 );
 
@@ -211,7 +216,8 @@ CREATE FUNCTION streamwm.create_stream(
     partition_key         text     DEFAULT NULL,
     watermark_granularity interval DEFAULT '1 second',
     idle_timeout          interval DEFAULT '5 seconds',
-    retention             interval DEFAULT '1 day')
+    retention             interval DEFAULT '1 day',
+    max_future_skew       interval DEFAULT '1 day')
 RETURNS regclass
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -233,6 +239,9 @@ BEGIN
     watermark_granularity := streamwm._check_interval('watermark_granularity', watermark_granularity, false);
     idle_timeout := streamwm._check_interval('idle_timeout', idle_timeout, false);
     retention := streamwm._check_interval('retention', retention, false);
+    IF max_future_skew IS NOT NULL THEN
+        max_future_skew := streamwm._check_interval('max_future_skew', max_future_skew, true);
+    END IF;
 
     qname := streamwm._qualified_name(name);
     IF to_regclass(qname) IS NOT NULL THEN
@@ -282,9 +291,11 @@ BEGIN
                    'EXECUTE FUNCTION streamwm._stream_no_update()', rel);
 
     INSERT INTO streamwm.stream_def (stream, partitions, watermark_delay, event_time,
-                                     partition_key, granularity, idle_timeout, retention)
+                                     partition_key, granularity, idle_timeout, retention,
+                                     max_future_skew)
     VALUES (rel, partitions, watermark_delay, nullif(event_time, ''),
-            nullif(partition_key, ''), watermark_granularity, idle_timeout, retention);
+            nullif(partition_key, ''), watermark_granularity, idle_timeout, retention,
+            max_future_skew);
     INSERT INTO streamwm.partition_state (stream, partition)
     SELECT rel, p FROM generate_series(0, partitions - 1) p;
     RETURN rel;
@@ -448,7 +459,7 @@ BEGIN
                                     start_from, start_offset, search_path, closed_until)
     VALUES (name, s.stream, query, hop, size, rel, rel::text, start_from, start_at,
             current_setting('search_path'),
-            CASE WHEN start_from = 'latest' THEN s.watermark ELSE '-infinity' END);
+            CASE WHEN start_from = 'latest' THEN s.watermark ELSE streamwm._earliest_closed_until(s.stream, hop, size) END);
 
     -- Plan the upsert once now, so that an error shows here and not in the worker.
     PERFORM streamwm._check_query(name);
@@ -460,6 +471,12 @@ CREATE FUNCTION streamwm._reads_stream(query text, stream regclass) RETURNS bool
 
 CREATE FUNCTION streamwm._check_query(name text) RETURNS void
     AS 'MODULE_PATHNAME', 'streamwm_check_query' LANGUAGE C STRICT;
+
+-- closed_until of a new 'earliest' query: its first window is the first one
+-- all of whose rows retention has kept (SPEC section 8).  Waits for a step
+-- that is moving retained_from to commit.
+CREATE FUNCTION streamwm._earliest_closed_until(stream regclass, hop interval, size interval)
+    RETURNS timestamptz AS 'MODULE_PATHNAME', 'streamwm_earliest_closed_until' LANGUAGE C STRICT;
 
 CREATE FUNCTION streamwm.drop_query(name text, drop_result boolean DEFAULT false)
 RETURNS void
@@ -581,7 +598,9 @@ SELECT d.stream,
        d.owner,
        d.last_processed,
        b.unprocessed_events,
-       coalesce(clock_timestamp() - b.oldest_unprocessed, interval '0') AS processing_lag
+       coalesce(clock_timestamp() - b.oldest_unprocessed, interval '0') AS processing_lag,
+       d.max_future_skew,
+       d.future_events
   FROM streamwm.stream_def d
   CROSS JOIN LATERAL (
       SELECT sum(x.events)::bigint AS unprocessed_events, min(x.oldest_arrival) AS oldest_unprocessed
