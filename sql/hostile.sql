@@ -64,10 +64,10 @@ VALUES ('hs_a', 1, '0', '1 s', '5 s', '1 s');
 UPDATE streamwm.query_def SET result_table = 'pwned'::regclass;
 DELETE FROM streamwm.partition_state;
 CREATE TABLE bob_s (x int);
-SELECT streamwm._register_stream('hs_a', 1, '0', NULL, NULL, '1 s', '5 s', '1 s');   -- not his table
-SELECT streamwm._register_stream('bob_s', 1, '0', NULL, NULL, '1 s', '5 s', '1 s');  -- not a stream table
+SELECT streamwm._register_stream('hs_a', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);   -- not his table
+SELECT streamwm._register_stream('bob_s', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);  -- not a stream table
 CREATE VIEW bob_v AS SELECT 1 AS x;
-SELECT streamwm._register_stream('bob_v', 1, '0', NULL, NULL, '1 s', '5 s', '1 s');  -- a view is never a stream
+SELECT streamwm._register_stream('bob_v', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);  -- a view is never a stream
 SELECT streamwm.create_query('bob_q', 'SELECT count(*) AS n FROM hs_a', hop => '1 s', size => '1 s');
 SELECT streamwm.drop_query('hs_aq');
 SELECT streamwm.drop_stream('hs_a');

@@ -25,7 +25,11 @@ CREATE TABLE streamwm.stream_def (
     events          bigint NOT NULL DEFAULT 0,
     late_events     bigint NOT NULL DEFAULT 0,
     expired_rows    bigint NOT NULL DEFAULT 0,
-    last_processed  timestamptz
+    last_processed  timestamptz,
+    max_future_skew interval,           -- NULL: no limit (SPEC section 10)
+    future_events   bigint NOT NULL DEFAULT 0,
+    retained_from   timestamptz NOT NULL DEFAULT '-infinity'  -- rows with event time
+                                        -- before this may have been removed by retention
 );
 
 CREATE TABLE streamwm.partition_state (
@@ -66,6 +70,7 @@ CREATE TABLE streamwm.late_event_log (
     sw_offset     bigint NOT NULL,
     sw_event_time timestamptz NOT NULL,
     watermark     timestamptz NOT NULL,
+    arrival       timestamptz NOT NULL, -- the row's sw_arrival: kept for retention after it
     PRIMARY KEY (stream, partition, sw_offset)
 );
 
@@ -161,7 +166,8 @@ CREATE FUNCTION streamwm.process(stream regclass DEFAULT NULL, now timestamptz D
 -- catalog's owner.
 CREATE FUNCTION streamwm._register_stream(stream regclass, partitions int,
     watermark_delay interval, event_time text, partition_key text,
-    granularity interval, idle_timeout interval, retention interval)
+    granularity interval, idle_timeout interval, retention interval,
+    max_future_skew interval)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_register_stream' LANGUAGE C;
 
 CREATE FUNCTION streamwm._unregister_stream(stream regclass, cascade boolean)
@@ -274,10 +280,11 @@ CREATE FUNCTION streamwm.create_stream(
     partition_key         text     DEFAULT NULL,
     watermark_granularity interval DEFAULT '1 second',
     idle_timeout          interval DEFAULT '5 seconds',
-    retention             interval DEFAULT '1 day')
+    retention             interval DEFAULT '1 day',
+    max_future_skew       interval DEFAULT '1 day')
 RETURNS regclass
 LANGUAGE sql AS $$
-SELECT streamwm._create_stream($1, $2, $3, $4, $5, $6, $7, $8, $9,
+SELECT streamwm._create_stream($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
                                pg_catalog.current_setting('search_path'))
 $$;
 
@@ -291,6 +298,7 @@ CREATE FUNCTION streamwm._create_stream(
     watermark_granularity interval,
     idle_timeout          interval,
     retention             interval,
+    max_future_skew       interval,
     user_path             text)
 RETURNS regclass
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -315,6 +323,9 @@ BEGIN
     watermark_granularity := streamwm._check_interval('watermark_granularity', watermark_granularity, false);
     idle_timeout := streamwm._check_interval('idle_timeout', idle_timeout, false);
     retention := streamwm._check_interval('retention', retention, false);
+    IF max_future_skew IS NOT NULL THEN
+        max_future_skew := streamwm._check_interval('max_future_skew', max_future_skew, true);
+    END IF;
 
     qname := streamwm._qualified_name(name, user_path);
     IF to_regclass(qname) IS NOT NULL THEN
@@ -373,7 +384,8 @@ BEGIN
 
     PERFORM streamwm._register_stream(rel, partitions, watermark_delay,
                                       nullif(event_time, ''), nullif(partition_key, ''),
-                                      watermark_granularity, idle_timeout, retention);
+                                      watermark_granularity, idle_timeout, retention,
+                                      max_future_skew);
     RETURN rel;
 END $$;
 
@@ -546,7 +558,8 @@ BEGIN
 
     PERFORM streamwm._register_query(name, s.stream, bound, query, hop, size, rel,
         start_from, start_at,
-        CASE WHEN start_from = 'latest' THEN s.watermark ELSE '-infinity' END);
+        CASE WHEN start_from = 'latest' THEN s.watermark
+             ELSE streamwm._earliest_closed_until(s.stream, hop, size) END);
 
     -- Plan the upsert once now, so that an error shows here and not in the worker.
     PERFORM streamwm._check_query(name);
@@ -555,6 +568,12 @@ END $$;
 
 CREATE FUNCTION streamwm._check_query(name text) RETURNS void
     AS 'MODULE_PATHNAME', 'streamwm_check_query' LANGUAGE C STRICT;
+
+-- closed_until of a new 'earliest' query: its first window is the first one
+-- all of whose rows retention has kept (SPEC section 8).  Waits for a step
+-- that is moving retained_from to commit.
+CREATE FUNCTION streamwm._earliest_closed_until(stream regclass, hop interval, size interval)
+    RETURNS timestamptz AS 'MODULE_PATHNAME', 'streamwm_earliest_closed_until' LANGUAGE C STRICT;
 
 CREATE FUNCTION streamwm.drop_query(name text, drop_result boolean DEFAULT false)
 RETURNS void
@@ -703,7 +722,9 @@ SELECT d.stream,
        d.owner,
        d.last_processed,
        b.unprocessed_events,
-       coalesce(clock_timestamp() - b.oldest_unprocessed, interval '0') AS processing_lag
+       coalesce(clock_timestamp() - b.oldest_unprocessed, interval '0') AS processing_lag,
+       d.max_future_skew,
+       d.future_events
   FROM streamwm.stream_def d
   CROSS JOIN LATERAL (
       SELECT coalesce(sum(x.backlog), 0)::bigint AS unprocessed_events,

@@ -368,14 +368,14 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 	Oid			relid;
 	Relation	rel;
 	SwRoleContext cx;
-	Oid			types[9] = {OIDOID, INT4OID, INTERVALOID, TEXTOID, TEXTOID,
-	INTERVALOID, INTERVALOID, INTERVALOID, OIDOID};
-	Datum		values[9];
-	char		nulls[9];
+	Oid			types[10] = {OIDOID, INT4OID, INTERVALOID, TEXTOID, TEXTOID,
+	INTERVALOID, INTERVALOID, INTERVALOID, INTERVALOID, OIDOID};
+	Datum		values[10];
+	char		nulls[10];
 
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 9; i++)
 	{
-		bool		may_be_null = (i == 3 || i == 4);
+		bool		may_be_null = (i == 3 || i == 4 || i == 8);
 
 		if (PG_ARGISNULL(i) && !may_be_null)
 			ereport(ERROR,
@@ -410,8 +410,8 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 	}
 	table_close(rel, NoLock);
 
-	values[8] = ObjectIdGetDatum(GetUserId());
-	nulls[8] = ' ';
+	values[9] = ObjectIdGetDatum(GetUserId());
+	nulls[9] = ' ';
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (sw_lookup_stream(relid, false, NULL, NULL))
@@ -420,9 +420,10 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 				 errmsg("%s is already a stream", sw_relation_name(relid))));
 	sw_enter_catalog(&cx);
 	sw_spi_exec("INSERT INTO streamwm.stream_def (stream, partitions, watermark_delay,"
-				" event_time, partition_key, granularity, idle_timeout, retention, owner)"
-				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-				9, types, values, nulls, SPI_OK_INSERT);
+				" event_time, partition_key, granularity, idle_timeout, retention,"
+				" max_future_skew, owner)"
+				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+				10, types, values, nulls, SPI_OK_INSERT);
 	sw_spi_exec("INSERT INTO streamwm.partition_state (stream, partition)"
 				" SELECT $1, p FROM pg_catalog.generate_series(0, $2 - 1) p",
 				2, types, values, NULL, SPI_OK_INSERT);

@@ -23,7 +23,8 @@
  *		closed_until, and move closed_until to W (query.c builds the
  *		statement); an error is recorded in query_def.last_error and the
  *		query retries from the same closed_until next step;
- *	 7. apply retention.
+ *	 7. apply retention: accepted rows by event time once no query needs
+ *		them, late rows (evidence) only once they arrived retention ago.
  *
  * Why this is exactly once: the results, the offsets, W, the late log and
  * closed_until change in one transaction, so after a crash either all of a
@@ -41,6 +42,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -51,6 +53,7 @@
 
 #include "catalog.h"
 #include "guard.h"
+#include "limit.h"
 #include "process.h"
 #include "query.h"
 #include "watermark.h"
@@ -70,11 +73,12 @@ typedef struct LateRows
 	int64	   *offset;
 	TimestampTz *event_time;
 	TimestampTz *watermark;
+	TimestampTz *arrival;
 } LateRows;
 
 static void
 late_rows_add(LateRows *late, int32 partition, int64 offset,
-			  TimestampTz event_time, TimestampTz watermark)
+			  TimestampTz event_time, TimestampTz watermark, TimestampTz arrival)
 {
 	if (late->n == late->cap)
 	{
@@ -83,12 +87,23 @@ late_rows_add(LateRows *late, int32 partition, int64 offset,
 		late->offset = repalloc_huge(late->offset, late->cap * sizeof(int64));
 		late->event_time = repalloc_huge(late->event_time, late->cap * sizeof(TimestampTz));
 		late->watermark = repalloc_huge(late->watermark, late->cap * sizeof(TimestampTz));
+		late->arrival = repalloc_huge(late->arrival, late->cap * sizeof(TimestampTz));
 	}
 	late->partition[late->n] = partition;
 	late->offset[late->n] = offset;
 	late->event_time[late->n] = event_time;
 	late->watermark[late->n] = watermark;
+	late->arrival[late->n] = arrival;
 	late->n++;
+}
+
+/* max_future_skew of a stream (SQL NULL: no limit) into its clock. */
+static void
+load_future_skew(SwStreamClock *clock, Datum skew, bool isnull)
+{
+	clock->limit_future = !isnull;
+	clock->max_future_skew_us = isnull ? 0 : sw_interval_usec(DatumGetIntervalP(skew));
+	clock->future_events = 0;
 }
 
 /*
@@ -101,13 +116,14 @@ load_stream(Oid relid, bool skip_locked, SwStreamClock *clock, int64 *retention_
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	bool		isnull;
+	Datum		skew;
 
 	sw_spi_exec(skip_locked ?
 				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
-				" watermark FROM streamwm.stream_def WHERE stream = $1"
+				" watermark, max_future_skew FROM streamwm.stream_def WHERE stream = $1"
 				" FOR NO KEY UPDATE SKIP LOCKED" :
 				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
-				" watermark FROM streamwm.stream_def WHERE stream = $1"
+				" watermark, max_future_skew FROM streamwm.stream_def WHERE stream = $1"
 				" FOR NO KEY UPDATE",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -118,6 +134,8 @@ load_stream(Oid relid, bool skip_locked, SwStreamClock *clock, int64 *retention_
 	*retention_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 4, &isnull)));
 	clock->created = DatumGetTimestampTz(sw_spi_getdatum(0, 5, &isnull));
 	clock->watermark = DatumGetTimestampTz(sw_spi_getdatum(0, 6, &isnull));
+	skew = sw_spi_getdatum(0, 7, &isnull);
+	load_future_skew(clock, skew, isnull);
 	clock->parts = palloc0(clock->npartitions * sizeof(SwPartitionClock));
 
 	sw_spi_exec("SELECT partition, processed_offset, max_event_time,"
@@ -193,7 +211,7 @@ read_batch(Oid relid, Oid owner, const char *relname, SwStreamClock *clock,
 		TimestampTz w;
 
 		if (sw_observe_event(clock, p, off, t, a, &w))
-			late_rows_add(late, p, off, t, w);
+			late_rows_add(late, p, off, t, w, a);
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return n;
@@ -211,8 +229,9 @@ save_stream(Oid relid, SwStreamClock *clock, int64 events, LateRows *late,
 	Oid			ptypes[5] = {OIDOID, INT4ARRAYOID, INT8ARRAYOID,
 	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
 	Datum		pvalues[5];
-	Oid			stypes[5] = {OIDOID, TIMESTAMPTZOID, INT8OID, INT8OID, TIMESTAMPTZOID};
-	Datum		svalues[5];
+	Oid			stypes[6] = {OIDOID, TIMESTAMPTZOID, INT8OID, INT8OID, TIMESTAMPTZOID,
+	INT8OID};
+	Datum		svalues[6];
 
 	for (int i = 0; i < np; i++)
 	{
@@ -240,27 +259,30 @@ save_stream(Oid relid, SwStreamClock *clock, int64 events, LateRows *late,
 	svalues[2] = Int64GetDatum(events);
 	svalues[3] = Int64GetDatum(late->n);
 	svalues[4] = TimestampTzGetDatum(now);
+	svalues[5] = Int64GetDatum(clock->future_events);
 	sw_spi_exec("UPDATE streamwm.stream_def SET watermark = $2,"
 				" events = events + $3, late_events = late_events + $4,"
-				" last_processed = $5 WHERE stream = $1",
-				5, stypes, svalues, NULL, SPI_OK_UPDATE);
+				" last_processed = $5, future_events = future_events + $6"
+				" WHERE stream = $1",
+				6, stypes, svalues, NULL, SPI_OK_UPDATE);
 
 	if (late->n > 0)
 	{
-		Oid			ltypes[5] = {OIDOID, INT4ARRAYOID, INT8ARRAYOID,
-		TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
-		Datum		lvalues[5];
+		Oid			ltypes[6] = {OIDOID, INT4ARRAYOID, INT8ARRAYOID,
+		TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
+		Datum		lvalues[6];
 
 		lvalues[0] = ObjectIdGetDatum(relid);
 		lvalues[1] = sw_int4_array(late->partition, late->n);
 		lvalues[2] = sw_int8_array(late->offset, late->n);
 		lvalues[3] = sw_timestamptz_array(late->event_time, late->n);
 		lvalues[4] = sw_timestamptz_array(late->watermark, late->n);
+		lvalues[5] = sw_timestamptz_array(late->arrival, late->n);
 		sw_spi_exec("INSERT INTO streamwm.late_event_log"
-					" (stream, partition, sw_offset, sw_event_time, watermark)"
-					" SELECT $1, x.p, x.o, x.t, x.w"
-					" FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS x(p, o, t, w)",
-					5, ltypes, lvalues, NULL, SPI_OK_INSERT);
+					" (stream, partition, sw_offset, sw_event_time, watermark, arrival)"
+					" SELECT $1, x.p, x.o, x.t, x.w, x.a"
+					" FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)) AS x(p, o, t, w, a)",
+					6, ltypes, lvalues, NULL, SPI_OK_INSERT);
 	}
 }
 
@@ -291,7 +313,11 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 		char	   *sql;
 
 		sw_enter_role(def->owner, def->search_path, &qcx);
+		/* streamwm.query_timeout covers building, planning and running it */
+		sw_query_timeout_enable();
 		sql = sw_upsert_sql(def);
+		/* privileges before planning: see sw_check_statement_privileges */
+		sw_check_statement_privileges(sql, SW_WINDOW_NPARAMS, sw_window_param_types);
 		values[0] = Int64GetDatum(def->start_offset);
 		values[1] = offsets;
 		values[2] = TimestampTzGetDatum(TIMESTAMP_IS_NOBEGIN(def->closed_until) ?
@@ -301,6 +327,9 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 					NULL, SPI_OK_SELECT);
 		windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
 		rows = DatumGetInt64(sw_spi_getdatum(0, 2, &isnull));
+		sw_query_timeout_disable();
+		/* a timeout that fired just before it was disabled fails here */
+		CHECK_FOR_INTERRUPTS();
 		sw_leave_role(&qcx);
 
 		uvalues[0] = CStringGetTextDatum(def->name);
@@ -322,7 +351,9 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 	PG_CATCH();
 	{
 		ErrorData  *edata;
+		bool		timed_out;
 
+		sw_query_timeout_disable();
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
@@ -330,9 +361,20 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
 
-		/* A cancel or a shutdown is not the query's fault: pass it on. */
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+		/*
+		 * Our own timeout is the query's fault: recorded and backed off like
+		 * any error.  Any other cancel, or a shutdown, is not: pass it on.
+		 */
+		timed_out = edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
+			sw_query_timeout_fired();
+		if (timed_out)
+		{
+			edata->message = psprintf("query \"%s\" exceeded streamwm.query_timeout (%s)",
+									  def->name, sw_query_timeout_string());
+			edata->detail = NULL;
+		}
+		else if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+				 edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
 			ReThrowError(edata);
 
 		evalues[0] = CStringGetTextDatum(def->name);
@@ -343,6 +385,7 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 					2, etypes, evalues, NULL, SPI_OK_UPDATE);
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
+				 timed_out ? errmsg_internal("%s", edata->message) :
 				 errmsg("streamwm query \"%s\" failed: %s", def->name, edata->message),
 				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
 				 errhint("The query's windows stay open and are retried on the next step.")));
@@ -404,12 +447,54 @@ close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
 }
 
 /*
- * Retention: remove processed rows older than W - retention that every
- * query has finished with, and their late-log entries.
+ * Retention of late events (SPEC section 8: late events are evidence): a
+ * late row and its streamwm.late_event_log entry are removed once they
+ * arrived before now - retention, whatever their event time.  Returns the
+ * number of stream rows removed.
  */
-static void
-apply_retention(Oid relid, Oid owner, const char *relname, const SwStreamClock *clock,
-				int64 retention_us, TimestampTz needed)
+static uint64
+expire_late_rows(Oid relid, Oid owner, const char *relname, int64 retention_us,
+				 TimestampTz now)
+{
+	SwRoleContext rcx;
+	Oid			types[2] = {OIDOID, TIMESTAMPTZOID};
+	Datum		values[2];
+	TimestampTz cutoff;
+	uint64		removed;
+
+	if (TIMESTAMP_NOT_FINITE(now) ||
+		pg_sub_s64_overflow(now, retention_us, &cutoff) ||
+		!IS_VALID_TIMESTAMP(cutoff))
+		return 0;
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = TimestampTzGetDatum(cutoff);
+	sw_enter_role(owner, "pg_catalog, pg_temp", &rcx);
+	sw_spi_exec(psprintf("DELETE FROM ONLY %s t USING streamwm.late_event_log l"
+						 " WHERE l.stream OPERATOR(pg_catalog.=) $1"
+						 " AND l.arrival OPERATOR(pg_catalog.<) $2"
+						 " AND t.sw_partition OPERATOR(pg_catalog.=) l.partition"
+						 " AND t.sw_offset OPERATOR(pg_catalog.=) l.sw_offset",
+						 relname),
+				2, types, values, NULL, SPI_OK_DELETE);
+	sw_leave_role(&rcx);
+	removed = SPI_processed;
+	sw_spi_exec("DELETE FROM streamwm.late_event_log"
+				" WHERE stream OPERATOR(pg_catalog.=) $1"
+				" AND arrival OPERATOR(pg_catalog.<) $2",
+				2, types, values, NULL, SPI_OK_DELETE);
+	return removed;
+}
+
+/*
+ * Retention of accepted rows: remove processed rows older than
+ * W - retention that every query has finished with.  Late rows are left to
+ * expire_late_rows().  Records in stream_def.retained_from how far rows
+ * were removed, so that a new 'earliest' query starts at the first window
+ * that is still complete.  Returns the number of rows removed.
+ */
+static uint64
+expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *clock,
+			int64 retention_us, TimestampTz needed)
 {
 	SwRoleContext rcx;
 	TimestampTz horizon;
@@ -418,33 +503,58 @@ apply_retention(Oid relid, Oid owner, const char *relname, const SwStreamClock *
 	uint64		removed;
 
 	if (TIMESTAMP_NOT_FINITE(clock->watermark))
-		return;
+		return 0;
 	horizon = clock->watermark - retention_us;
 	if (needed < horizon)
 		horizon = needed;
 	if (TIMESTAMP_IS_NOBEGIN(horizon))
-		return;
+		return 0;
 
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = TimestampTzGetDatum(horizon);
 	values[2] = processed_offsets(clock);
 	sw_enter_role(owner, "pg_catalog, pg_temp", &rcx);
-	sw_spi_exec(psprintf("DELETE FROM ONLY %s t WHERE t.sw_event_time < $2"
-						 " AND t.sw_offset <= ($3::pg_catalog.int8[])[t.sw_partition + 1]",
+	sw_spi_exec(psprintf("DELETE FROM ONLY %s t WHERE t.sw_event_time OPERATOR(pg_catalog.<) $2"
+						 " AND t.sw_offset OPERATOR(pg_catalog.<=)"
+						 " ($3::pg_catalog.int8[])[t.sw_partition OPERATOR(pg_catalog.+) 1]"
+						 " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log l"
+						 " WHERE l.stream OPERATOR(pg_catalog.=) $1"
+						 " AND l.partition OPERATOR(pg_catalog.=) t.sw_partition"
+						 " AND l.sw_offset OPERATOR(pg_catalog.=) t.sw_offset)",
 						 relname),
 				3, types, values, NULL, SPI_OK_DELETE);
 	sw_leave_role(&rcx);
 	removed = SPI_processed;
+	if (removed > 0)
+		sw_spi_exec("UPDATE streamwm.stream_def"
+					" SET retained_from = GREATEST(retained_from, $2)"
+					" WHERE stream OPERATOR(pg_catalog.=) $1",
+					2, types, values, NULL, SPI_OK_UPDATE);
+	return removed;
+}
+
+/*
+ * Retention (SPEC section 8): accepted rows by event time once no query
+ * needs them, late rows by arrival; both counted in expired_rows.
+ */
+static void
+apply_retention(Oid relid, Oid owner, const char *relname, const SwStreamClock *clock,
+				int64 retention_us, TimestampTz needed, TimestampTz now)
+{
+	uint64		removed;
+	Oid			types[2] = {OIDOID, INT8OID};
+	Datum		values[2];
+
+	removed = expire_late_rows(relid, owner, relname, retention_us, now);
+	removed += expire_rows(relid, owner, relname, clock, retention_us, needed);
 	if (removed == 0)
 		return;
-	sw_spi_exec("DELETE FROM streamwm.late_event_log"
-				" WHERE stream = $1 AND sw_event_time < $2",
-				3, types, values, NULL, SPI_OK_DELETE);
-	values[2] = Int64GetDatum((int64) removed);
-	types[2] = INT8OID;
-	sw_spi_exec("UPDATE streamwm.stream_def SET expired_rows = expired_rows + $3"
-				" WHERE stream = $1",
-				3, types, values, NULL, SPI_OK_UPDATE);
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int64GetDatum((int64) removed);
+	sw_spi_exec("UPDATE streamwm.stream_def"
+				" SET expired_rows = expired_rows OPERATOR(pg_catalog.+) $2"
+				" WHERE stream OPERATOR(pg_catalog.=) $1",
+				2, types, values, NULL, SPI_OK_UPDATE);
 }
 
 /*
@@ -474,6 +584,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	late.offset = palloc(late.cap * sizeof(int64));
 	late.event_time = palloc(late.cap * sizeof(TimestampTz));
 	late.watermark = palloc(late.cap * sizeof(TimestampTz));
+	late.arrival = palloc(late.cap * sizeof(TimestampTz));
 
 	/* streamwm's own statements run as the catalog's owner, user SQL as its owner */
 	sw_enter_catalog(&ccx);
@@ -510,7 +621,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 
 	save_stream(relid, &clock, events, &late, now);
 	needed = close_all_windows(relid, &clock, now, from_worker);
-	apply_retention(relid, owner, relname, &clock, retention_us, needed);
+	apply_retention(relid, owner, relname, &clock, retention_us, needed, now);
 	sw_leave_role(&ccx);
 	return events;
 }

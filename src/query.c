@@ -52,6 +52,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "limit.h"
 #include "query.h"
 #include "window.h"
 
@@ -994,10 +995,13 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be owner of query \"%s\"", name)));
+	sw_check_windows_per_row(def->hop_us, def->size_us);
 	sw_enter_role(def->owner, def->search_path, &cx);
 	PG_TRY();
 	{
 		sql = sw_upsert_sql(def);
+		/* before planning, which may run the query's IMMUTABLE functions */
+		sw_check_statement_privileges(sql, SW_WINDOW_NPARAMS, sw_window_param_types);
 		plan = SPI_prepare(sql, SW_WINDOW_NPARAMS, (Oid *) sw_window_param_types);
 		if (plan == NULL)
 			elog(ERROR, "could not plan window query \"%s\": %s", name,

@@ -14,6 +14,7 @@
 #include "utils/guc.h"
 
 #include "catalog.h"
+#include "limit.h"
 #include "worker.h"
 
 PG_MODULE_MAGIC;
@@ -83,6 +84,7 @@ _PG_init(void)
 							1000, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	sw_limits_define_gucs();
 	MarkGUCPrefixReserved("streamwm");
 	sw_register_launcher();
 }

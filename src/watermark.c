@@ -20,10 +20,18 @@
  *	 W	   = max(W, min of wm(p) over the partitions not idle at a); with
  *			 every partition idle, W holds;
  *	 an event is late when its event time is < W as left by the events
- *			 processed before it.
+ *			 processed before it;
+ *	 an event whose event time is more than max_future_skew ahead of its
+ *			 arrival (the server's clock, never a write time the user gave)
+ *			 counts toward max event time only as arrival + max_future_skew
+ *			 (SPEC section 10): it is accepted into its windows, but one bad
+ *			 clock cannot move W to the year 9999.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include "common/int.h"
+#include "datatype/timestamp.h"
 
 #include "watermark.h"
 
@@ -89,6 +97,23 @@ sw_advance_watermark(SwStreamClock *clock, TimestampTz at)
 }
 
 /*
+ * The furthest an event that arrived at 'arrival' may move its partition:
+ * arrival + max_future_skew, DT_NOEND when that is past the end of the
+ * timestamp range (then nothing valid is too far ahead).
+ */
+TimestampTz
+sw_future_bound(const SwStreamClock *clock, TimestampTz arrival)
+{
+	TimestampTz bound;
+
+	if (TIMESTAMP_NOT_FINITE(arrival) ||
+		pg_add_s64_overflow(arrival, clock->max_future_skew_us, &bound) ||
+		!IS_VALID_TIMESTAMP(bound))
+		return DT_NOEND;
+	return bound;
+}
+
+/*
  * Process one event: decide whether it is late, then let it advance its
  * partition (late or not, filtered out by a query or not) and W.
  * Returns true if the event is late; *watermark_before is W at that moment.
@@ -100,10 +125,21 @@ sw_observe_event(SwStreamClock *clock, int partition, int64 offset,
 {
 	SwPartitionClock *p = &clock->parts[partition];
 	bool		late = event_time < clock->watermark;
+	TimestampTz advance = event_time;
 
 	*watermark_before = clock->watermark;
-	if (event_time > p->max_event_time)
-		p->max_event_time = event_time;
+	if (clock->limit_future)
+	{
+		TimestampTz bound = sw_future_bound(clock, arrival);
+
+		if (advance > bound)
+		{
+			advance = bound;
+			clock->future_events++;
+		}
+	}
+	if (advance > p->max_event_time)
+		p->max_event_time = advance;
 	if (arrival > p->last_arrival)
 		p->last_arrival = arrival;
 	p->processed_offset = offset;

@@ -25,12 +25,17 @@ typedef struct SwStreamClock
 	TimestampTz created;		/* when the stream was created */
 	TimestampTz watermark;		/* W; DT_NOBEGIN is minus infinity */
 	SwPartitionClock *parts;
+	bool		limit_future;	/* max_future_skew is set */
+	int64		max_future_skew_us; /* max_future_skew, if limit_future */
+	int64		future_events;	/* events this step found too far ahead */
 } SwStreamClock;
 
 extern bool sw_partition_is_idle(const SwStreamClock *clock, int partition,
 								 TimestampTz at);
 extern TimestampTz sw_partition_watermark(const SwStreamClock *clock,
 										  int partition);
+extern TimestampTz sw_future_bound(const SwStreamClock *clock,
+								   TimestampTz arrival);
 extern bool sw_advance_watermark(SwStreamClock *clock, TimestampTz at);
 extern bool sw_observe_event(SwStreamClock *clock, int partition, int64 offset,
 							 TimestampTz event_time, TimestampTz arrival,

@@ -9,9 +9,9 @@
  *				  for every connectable database it has not probed yet.
  *	 db worker	  one per database, started by the launcher or, at once, by
  *				  CREATE EXTENSION (streamwm._launch()).  It takes a session
- *				  advisory lock so that there is never more than one per
- *				  database, and exits (for good) if the database has no
- *				  streamwm, or when DROP EXTENSION removes it.
+ *				  lock (take_worker_lock()) so that there is never more than
+ *				  one per database, and exits (for good) if the database has
+ *				  no streamwm, or when DROP EXTENSION removes it.
  *
  * A database worker processes each stream every watermark_granularity of
  * that stream: one transaction per stream and tick, running exactly
@@ -22,7 +22,11 @@
  * recorded in streamwm.queries.last_error and retried with exponential
  * backoff; an error in a whole step is logged and the stream retried with
  * backoff.  Nothing is lost while it fails: the step's transaction rolls
- * back and the next one starts from the last committed offsets.
+ * back and the next one starts from the last committed offsets.  After each
+ * step the worker releases every session advisory lock a user's query took
+ * (pg_advisory_lock() in a query would otherwise stay held by the worker
+ * for good), and it says in the log, at most once a minute per stream,
+ * when a stream is skipped because another transaction holds it.
  *
  * Crashes: a worker that exits with an error is restarted by the postmaster
  * after streamwm.worker_restart_seconds; a SIGKILL makes the postmaster
@@ -36,6 +40,7 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
+#include "catalog/pg_extension.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
@@ -76,8 +81,11 @@ int			sw_worker_restart_seconds = 5;
 int			sw_lock_timeout_ms = 1000;
 int			sw_max_workers = 8;
 
-/* field4 of the advisory lock that makes a database worker unique */
+/* objsubid of the lock that makes a database worker unique */
 #define SW_WORKER_LOCK_CLASS 0x7378
+
+/* how often the worker may say that a stream is held by another step */
+#define SW_HELD_LOG_INTERVAL_US (60 * USECS_PER_SEC)
 
 /* longest a database worker sleeps, so it notices new streams soon */
 #define SW_MAX_SLEEP_MS 1000L
@@ -372,6 +380,7 @@ typedef struct StreamSchedule
 	TimestampTz next_due;
 	int			failures;
 	bool		seen;
+	TimestampTz held_logged;	/* when we last said it was held */
 } StreamSchedule;
 
 /* Per-tick memory of a database worker, reset at the top of each tick. */
@@ -436,6 +445,7 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 			{
 				entry->next_due = now;
 				entry->failures = 0;
+				entry->held_logged = DT_NOBEGIN;
 			}
 			entry->seen = true;
 		}
@@ -450,9 +460,90 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 	return present;
 }
 
-/* One tick of one stream, in its own transaction.  Returns the granularity. */
+/*
+ * The process holding a stream's catalog row, as far as we can tell: the
+ * backend whose transaction (or subtransaction) id is the row's xmax.  0
+ * when it cannot be found (e.g. the lock is a multixact).
+ */
+static int
+stream_holder_pid(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		isnull;
+	int			pid = 0;
+
+	sw_spi_exec("SELECT l.pid FROM pg_catalog.pg_locks l, streamwm.stream_def d"
+				" WHERE d.stream OPERATOR(pg_catalog.=) $1"
+				" AND l.locktype OPERATOR(pg_catalog.=) 'transactionid'"
+				" AND l.mode OPERATOR(pg_catalog.=) 'ExclusiveLock' AND l.granted"
+				" AND l.transactionid OPERATOR(pg_catalog.=) d.xmax LIMIT 1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		Datum		d = sw_spi_getdatum(0, 1, &isnull);
+
+		if (!isnull)
+			pid = DatumGetInt32(d);
+	}
+	return pid;
+}
+
+/*
+ * Say (at most once a minute per stream) that a stream was skipped because
+ * another step holds it: typically a user's transaction that called
+ * streamwm.process() and is still open.  In the tick's transaction.
+ */
+static void
+report_held_stream(Oid relid, const char *name, StreamSchedule *entry)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			pid;
+
+	if (entry != NULL && !TIMESTAMP_IS_NOBEGIN(entry->held_logged) &&
+		now < entry->held_logged + SW_HELD_LOG_INTERVAL_US)
+		return;
+	if (entry != NULL)
+		entry->held_logged = now;
+	pid = stream_holder_pid(relid);
+	ereport(LOG,
+			(errmsg("streamwm worker skipped stream \"%s\": another step holds it",
+					name ? name : "?"),
+			 pid != 0 ?
+			 errdetail("Process %d holds the stream in an open transaction.", pid) :
+			 errdetail("Another transaction holds the stream."),
+			 errhint("A transaction that called streamwm.process() on the stream holds it until it commits or rolls back.")));
+}
+
+/*
+ * Take the lock that makes this worker the only one of its database.  It is
+ * a session lock on an object tag that no command takes (pg_extension, OID
+ * 0, sub-ID SW_WORKER_LOCK_CLASS), in the default lock method and not an
+ * advisory lock, so that releasing the session advisory locks user queries
+ * leave behind (LockReleaseSession(USER_LOCKMETHOD)) keeps it.  The abort of
+ * a top-level transaction releases session locks of the default method, so
+ * the worker takes it again after each abort.  Returns false if another
+ * process holds it.
+ */
+static bool
+take_worker_lock(Oid dboid)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_OBJECT(tag, dboid, ExtensionRelationId, InvalidOid,
+					   SW_WORKER_LOCK_CLASS);
+	if (LockHeldByMe(&tag, ExclusiveLock))
+		return true;
+	return LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
+ * One tick of one stream, in its own transaction.  Returns the granularity.
+ * 'entry' is the stream's schedule entry (NULL if gone), for
+ * report_held_stream().
+ */
 static int64
-tick_stream(Oid relid)
+tick_stream(Oid relid, StreamSchedule *entry)
 {
 	char	   *name;
 	int64		granularity_us = USECS_PER_SEC;
@@ -471,7 +562,8 @@ tick_stream(Oid relid)
 		bool		isnull;
 
 		granularity_us = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
-		(void) sw_process_stream(relid, GetCurrentTimestamp(), true, sw_batch_size);
+		if (sw_process_stream(relid, GetCurrentTimestamp(), true, sw_batch_size) < 0)
+			report_held_stream(relid, name, entry);
 	}
 	worker_commit();
 	return granularity_us;
@@ -483,7 +575,6 @@ streamwm_worker_main(Datum arg)
 	Oid			dboid = DatumGetObjectId(arg);
 	HTAB	   *schedule;
 	HASHCTL		ctl;
-	LOCKTAG		tag;
 	bool		got_lock;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -494,8 +585,7 @@ streamwm_worker_main(Datum arg)
 
 	/* One worker per database: a session lock, gone when we exit. */
 	StartTransactionCommand();
-	SET_LOCKTAG_ADVISORY(tag, dboid, 0, 0, SW_WORKER_LOCK_CLASS);
-	got_lock = LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL;
+	got_lock = take_worker_lock(dboid);
 	CommitTransactionCommand();
 	if (!got_lock)
 		proc_exit(0);
@@ -548,7 +638,8 @@ streamwm_worker_main(Datum arg)
 				CHECK_FOR_INTERRUPTS();
 				PG_TRY();
 				{
-					granularity_us = tick_stream(relid);
+					granularity_us = tick_stream(relid,
+												 hash_search(schedule, &relid, HASH_FIND, NULL));
 				}
 				PG_CATCH();
 				{
@@ -562,6 +653,26 @@ streamwm_worker_main(Datum arg)
 				}
 				PG_END_TRY();
 				MemoryContextSwitchTo(cxt);
+
+				/* no lock a user's query took outlives its step */
+				LockReleaseSession(USER_LOCKMETHOD);
+				if (failed)
+				{
+					bool		again;
+
+					/* the abort released our session lock: take it again */
+					StartTransactionCommand();
+					again = take_worker_lock(dboid);
+					CommitTransactionCommand();
+					MemoryContextSwitchTo(cxt);
+					if (!again)
+					{
+						ereport(LOG,
+								(errmsg("streamwm worker for database %u stops: another worker took over",
+										dboid)));
+						proc_exit(0);
+					}
+				}
 
 				entry = hash_search(schedule, &relid, HASH_FIND, NULL);
 				if (entry == NULL)

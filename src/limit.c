@@ -1,0 +1,252 @@
+/*-------------------------------------------------------------------------
+ * limit.c
+ *	  Owns the limits that keep one role's query from stalling every stream
+ *	  of a database, or from running code before its privileges are checked
+ *	  (issue 7):
+ *
+ *	 streamwm.query_timeout		 a statement timeout of our own around each
+ *								 query's upsert in a step (planning included);
+ *								 a query that exceeds it fails like any other
+ *								 failing query (last_error, backoff), while a
+ *								 real cancel or shutdown still ends the step;
+ *	 privileges before planning	 the range table of the analyzed and rewritten
+ *								 statement is checked with ExecCheckRTPerms
+ *								 before it is planned, so that an IMMUTABLE
+ *								 function folded at plan time never runs for a
+ *								 role that may not read the tables;
+ *	 streamwm.max_windows_per_row  create_query refuses size/hop above it;
+ *	 'earliest' after retention	 where a new 'earliest' query starts so that
+ *								 it never overwrites a complete window with a
+ *								 partial one (SPEC section 8).
+ *
+ * The timeout is a USER_TIMEOUT registered once per backend.  Its handler
+ * only sets flags (it runs in a signal handler): ours, QueryCancelPending
+ * and InterruptPending, and the latch.  The next CHECK_FOR_INTERRUPTS()
+ * then raises the ordinary "canceling statement" error, which close_windows()
+ * recognises by our flag.  It is disabled on every path out.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/executor.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/analyze.h"
+#include "parser/parser.h"
+#include "rewrite/rewriteHandler.h"
+#include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/timeout.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "limit.h"
+#include "window.h"
+
+PG_FUNCTION_INFO_V1(streamwm_earliest_closed_until);
+
+/* GUCs */
+int			sw_query_timeout_ms = 30000;
+int			sw_max_windows_per_row = 10000;
+
+/* our timeout, MAX_TIMEOUTS until registered in this backend */
+static TimeoutId query_timeout_id = MAX_TIMEOUTS;
+static volatile sig_atomic_t query_timeout_fired = false;
+
+/* Define the GUCs of this file; called from _PG_init. */
+void
+sw_limits_define_gucs(void)
+{
+	DefineCustomIntVariable("streamwm.query_timeout",
+							"Longest a window query may run in one processing step.",
+							"A query that runs longer is canceled, recorded in "
+							"streamwm.queries.last_error and retried with backoff, "
+							"so that it cannot hold up the other streams of its "
+							"database. 0 turns the limit off.",
+							&sw_query_timeout_ms,
+							30000, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("streamwm.max_windows_per_row",
+							"Most windows a row may belong to (size / hop) in a new query.",
+							"create_query refuses a query whose size / hop is larger.",
+							&sw_max_windows_per_row,
+							10000, 1, INT_MAX,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
+}
+
+/*
+ * The timeout handler: runs in a signal handler, so it only sets flags.
+ * The query is then canceled at its next CHECK_FOR_INTERRUPTS().
+ */
+static void
+query_timeout_handler(void)
+{
+	query_timeout_fired = true;
+	QueryCancelPending = true;
+	InterruptPending = true;
+	SetLatch(MyLatch);
+}
+
+/* Arm streamwm.query_timeout for the statement about to run (and be planned). */
+void
+sw_query_timeout_enable(void)
+{
+	if (query_timeout_id == MAX_TIMEOUTS)
+		query_timeout_id = RegisterTimeout(USER_TIMEOUT, query_timeout_handler);
+	query_timeout_fired = false;
+	if (sw_query_timeout_ms > 0)
+		enable_timeout_after(query_timeout_id, sw_query_timeout_ms);
+}
+
+/* Disarm it; harmless when it is not armed or already fired. */
+void
+sw_query_timeout_disable(void)
+{
+	if (query_timeout_id != MAX_TIMEOUTS)
+		disable_timeout(query_timeout_id, false);
+}
+
+/* Did streamwm.query_timeout fire since the last sw_query_timeout_enable()? */
+bool
+sw_query_timeout_fired(void)
+{
+	return query_timeout_fired;
+}
+
+/* streamwm.query_timeout as SHOW prints it ("30s"), for messages. */
+const char *
+sw_query_timeout_string(void)
+{
+	return GetConfigOptionByName("streamwm.query_timeout", NULL, false);
+}
+
+/*
+ * Collect every RTE_RELATION range-table entry of a query tree: its own
+ * range table, subqueries in FROM, CTEs and sublinks.
+ */
+static bool
+collect_relation_rtes(Node *node, List **rtes)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		if (rte->rtekind == RTE_RELATION)
+			*rtes = lappend(*rtes, rte);
+		return false;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, collect_relation_rtes, rtes,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, collect_relation_rtes, rtes);
+}
+
+/*
+ * Check the privileges a statement needs on every table it reads or writes,
+ * as the current user, before it is planned: the planner folds IMMUTABLE
+ * functions, so a query that may not read its tables must not get that far.
+ * The statement is parsed, analyzed and rewritten (views expanded, their
+ * tables checked as the view's owner) exactly as SPI will do it, and the
+ * range tables of the result go to ExecCheckRTPerms, as the executor does.
+ */
+void
+sw_check_statement_privileges(const char *sql, int nparams, const Oid *types)
+{
+	List	   *raw = raw_parser(sql, RAW_PARSE_DEFAULT);
+	ListCell   *lc;
+
+	foreach(lc, raw)
+	{
+		RawStmt    *rs = lfirst_node(RawStmt, lc);
+		Query	   *query = parse_analyze_fixedparams(rs, sql, types, nparams, NULL);
+		List	   *rewritten = QueryRewrite(query);
+		ListCell   *lc2;
+
+		foreach(lc2, rewritten)
+		{
+			List	   *rtes = NIL;
+
+			(void) collect_relation_rtes((Node *) lfirst(lc2), &rtes);
+			(void) ExecCheckRTPerms(rtes, true);
+		}
+	}
+}
+
+/*
+ * Refuse a query whose rows would each belong to more than
+ * streamwm.max_windows_per_row windows (size / hop).  Every window of a row
+ * costs an aggregate transition (general plan) or a pane read (pane plan),
+ * so the bound keeps one query from costing 10^10 times its input
+ * (hop => '1 microsecond', size => '1 day').  create_query checks it
+ * through streamwm._check_query().
+ */
+void
+sw_check_windows_per_row(int64 hop_us, int64 size_us)
+{
+	if (hop_us <= 0 || size_us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("hop and size must be positive")));
+	if (size_us / hop_us > sw_max_windows_per_row)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("size over hop puts each row in " INT64_FORMAT " windows, more than streamwm.max_windows_per_row (%d)",
+						size_us / hop_us, sw_max_windows_per_row),
+				 errhint("Use a larger hop, or ask a superuser to raise streamwm.max_windows_per_row.")));
+}
+
+/*
+ * streamwm._earliest_closed_until(stream regclass, hop interval,
+ * size interval) RETURNS timestamptz: the closed_until of a new
+ * 'earliest' query.
+ *
+ * Retention may have removed rows with event time before the stream's
+ * retained_from, so a window starting before it may be partial.  The
+ * first window a step computes for a query is the first one with
+ * start > closed_until - size; returning (first hop-aligned start >=
+ * retained_from) - hop + size makes that the first complete window.  The
+ * stream's catalog row is locked FOR SHARE, so a step that is removing
+ * rows commits first and none runs until the query exists.
+ */
+Datum
+streamwm_earliest_closed_until(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	int64		hop_us = sw_interval_usec(PG_GETARG_INTERVAL_P(1));
+	int64		size_us = sw_interval_usec(PG_GETARG_INTERVAL_P(2));
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	TimestampTz retained_from = DT_NOBEGIN;
+	TimestampTz first;
+	bool		isnull;
+	SwRoleContext cx;
+
+	if (hop_us <= 0 || size_us <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("hop and size must be positive")));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT retained_from FROM streamwm.stream_def"
+				" WHERE stream OPERATOR(pg_catalog.=) $1 FOR SHARE",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+		retained_from = DatumGetTimestampTz(sw_spi_getdatum(0, 1, &isnull));
+	sw_leave_role(&cx);
+	SPI_finish();
+	if (TIMESTAMP_NOT_FINITE(retained_from))
+		PG_RETURN_TIMESTAMPTZ(DT_NOBEGIN);
+	first = sw_pane_start(retained_from, hop_us);
+	if (first < retained_from)
+		first += hop_us;
+	PG_RETURN_TIMESTAMPTZ(first - hop_us + size_us);
+}

@@ -1,0 +1,23 @@
+/*-------------------------------------------------------------------------
+ * limit.h
+ *	  Limits on what one role's query may cost: the query timeout, the
+ *	  privilege check before planning, windows per row.
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAMWM_LIMIT_H
+#define STREAMWM_LIMIT_H
+
+/* GUCs */
+extern int	sw_query_timeout_ms;
+extern int	sw_max_windows_per_row;
+
+extern void sw_limits_define_gucs(void);
+extern void sw_query_timeout_enable(void);
+extern void sw_query_timeout_disable(void);
+extern bool sw_query_timeout_fired(void);
+extern const char *sw_query_timeout_string(void);
+extern void sw_check_windows_per_row(int64 hop_us, int64 size_us);
+extern void sw_check_statement_privileges(const char *sql, int nparams,
+										  const Oid *types);
+
+#endif							/* STREAMWM_LIMIT_H */

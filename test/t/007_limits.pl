@@ -1,0 +1,154 @@
+# Fairness and limits under the background worker (issue 7): one role's
+# query must not stall every stream of its database, and must leave no lock
+# behind.
+#
+#  - streamwm.query_timeout: a query that sleeps is canceled, recorded in
+#    last_error and backed off, while another stream of the same database
+#    keeps producing its windows;
+#  - a session advisory lock a query takes is released after its step, and
+#    the worker stays the only one of its database (its own lock is not an
+#    advisory lock);
+#  - a stream held by a user's open transaction that called process() is
+#    skipped, and the worker says so in the log, naming the holder.
+#
+# Timing: every wait is a poll with a generous timeout.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('limits');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'streamwm'
+streamwm.launcher_naptime = 1
+streamwm.query_timeout = '500ms'
+max_worker_processes = 16
+});
+$node->start;
+
+$node->safe_psql('postgres', 'CREATE EXTENSION streamwm');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm worker'"),
+	'the worker runs');
+my $worker_pid = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'streamwm worker'");
+
+# --- streamwm.query_timeout: a sleeping query does not stall another stream --
+$node->safe_psql('postgres', q{
+	CREATE FUNCTION slow(x int) RETURNS int LANGUAGE plpgsql AS
+	  $$BEGIN PERFORM pg_sleep(60); RETURN x; END$$;
+	SELECT streamwm.create_stream('slow_s', 'v int', watermark_granularity => '100 ms',
+	                              idle_timeout => '1 hour');
+	SELECT streamwm.create_stream('fast_s', 'v int', watermark_granularity => '100 ms',
+	                              idle_timeout => '1 hour');
+	SELECT streamwm.create_query('slow_q', 'SELECT sum(slow(v)) AS s FROM slow_s',
+	                             hop => '1 s', size => '1 s');
+	SELECT streamwm.create_query('fast_q', 'SELECT count(*) AS n FROM fast_s',
+	                             hop => '1 s', size => '1 s');
+	SELECT streamwm.ingest('slow_s', '{"v": 1}', write_time => to_timestamp(1));
+	SELECT streamwm.ingest('slow_s', '{"v": 1}', write_time => to_timestamp(5));
+});
+ok($node->poll_query_until('postgres', q{
+	SELECT last_error = 'query "slow_q" exceeded streamwm.query_timeout (500ms)'
+	  FROM streamwm.queries WHERE query = 'slow_q'}),
+	'the sleeping query is canceled at streamwm.query_timeout and recorded');
+my $t0 = time;
+for my $i (1 .. 10)
+{
+	$node->safe_psql('postgres',
+		"SELECT streamwm.ingest('fast_s', '{\"v\": 1}', write_time => to_timestamp($i))");
+	select(undef, undef, undef, 0.1);
+}
+ok($node->poll_query_until('postgres', q{
+	SELECT windows_emitted >= 9 FROM streamwm.queries WHERE query = 'fast_q'}),
+	'the other stream of the database keeps closing its windows');
+my $elapsed = time - $t0;
+note("fast_s closed 9 windows ${elapsed}s after the first of them was ingested");
+cmp_ok($elapsed, '<', 60, 'well within the sleeping query\'s 60 s');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM slow_q}), '0',
+	'the timed-out query wrote nothing');
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'streamwm worker'"),
+	'1', 'the worker is still the same single one');
+is($node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'streamwm worker'"),
+	$worker_pid, 'and was not restarted');
+$node->safe_psql('postgres', q{SELECT streamwm.drop_query('slow_q')});
+
+# --- a session advisory lock taken by a query is released after the step ---
+$node->safe_psql('postgres', q{
+	CREATE FUNCTION take_lock() RETURNS boolean LANGUAGE plpgsql AS
+	  $$BEGIN PERFORM pg_advisory_lock(42); RETURN true; END$$;
+	SELECT streamwm.create_stream('lock_s', 'v int', watermark_granularity => '100 ms',
+	                              idle_timeout => '1 hour');
+	SELECT streamwm.create_query('lock_q', 'SELECT count(*) AS n FROM lock_s WHERE take_lock()',
+	                             hop => '1 s', size => '1 s');
+	SELECT streamwm.ingest('lock_s', '{"v": 1}', write_time => to_timestamp(1));
+	SELECT streamwm.ingest('lock_s', '{"v": 1}', write_time => to_timestamp(5));
+});
+ok($node->poll_query_until('postgres', q{
+	SELECT windows_emitted = 1 AND last_error IS NULL FROM streamwm.queries WHERE query = 'lock_q'}),
+	'the query that takes an advisory lock ran in the worker');
+my $free = 'f';
+for (1 .. 50)
+{
+	# a fresh session each time: the lock it takes goes when it ends
+	$free = $node->safe_psql('postgres', 'SELECT pg_try_advisory_lock(42)');
+	last if $free eq 't';
+	select(undef, undef, undef, 0.1);
+}
+is($free, 't', 'another session can take the advisory lock the query took');
+is($node->safe_psql('postgres', qq{
+	SELECT count(*) FROM pg_locks WHERE pid = $worker_pid AND locktype = 'advisory'}),
+	'0', 'the worker holds no advisory lock');
+is($node->safe_psql('postgres', qq{
+	SELECT count(*) FROM pg_locks WHERE pid = $worker_pid AND locktype = 'object'
+	   AND classid = 'pg_extension'::regclass AND objid = 0 AND granted}),
+	'1', 'it still holds the lock that makes it unique in its database');
+
+# a step that fails as a whole (here a lock timeout on the stream table)
+# aborts its transaction, which releases session locks of the default lock
+# method: the worker takes its own lock again
+my $fail_offset = -s $node->logfile;
+my $locker = $node->background_psql('postgres');
+$locker->query_safe('BEGIN');
+$locker->query_safe('LOCK TABLE lock_s IN ACCESS EXCLUSIVE MODE');
+$node->wait_for_log(qr/canceling statement due to lock timeout/, $fail_offset);
+$locker->query_safe('ROLLBACK');
+$locker->quit;
+ok($node->poll_query_until('postgres', qq{
+	SELECT count(*) = 1 FROM pg_locks WHERE pid = $worker_pid AND locktype = 'object'
+	   AND classid = 'pg_extension'::regclass AND objid = 0 AND granted}),
+	'after a failed step the worker holds its lock again');
+is($node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'streamwm worker'"),
+	$worker_pid, 'and goes on as the same worker');
+
+# --- a stream held by a user's open process() is skipped, and said so ------
+my $log_offset = -s $node->logfile;
+my $holder = $node->background_psql('postgres');
+$holder->query_safe('BEGIN');
+$holder->query_safe(q{SELECT streamwm.process('fast_s')});
+my $holder_pid = $holder->query_safe('SELECT pg_backend_pid()');
+$holder_pid =~ s/\s+//g;
+$node->wait_for_log(
+	qr/streamwm worker skipped stream "fast_s": another step holds it\n.*DETAIL:  Process $holder_pid holds the stream in an open transaction/,
+	$log_offset);
+pass('the worker says that the stream is held, and by which process');
+# at most once a minute per stream, although it is skipped every 100 ms
+sleep 2;
+my $log = slurp_file($node->logfile, $log_offset);
+my $said = () = $log =~ /skipped stream "fast_s"/g;
+is($said, 1, 'once, not on every tick');
+$holder->query_safe('COMMIT');
+$holder->quit;
+$node->safe_psql('postgres',
+	"SELECT streamwm.ingest('fast_s', '{\"v\": 1}', write_time => to_timestamp(20))");
+ok($node->poll_query_until('postgres', q{
+	SELECT closed_until >= to_timestamp(20) FROM streamwm.queries WHERE query = 'fast_q'}),
+	'once the transaction ends, the worker processes the stream again');
+
+$node->stop;
+done_testing();
