@@ -235,6 +235,8 @@ streamwm_earliest_closed_until(PG_FUNCTION_ARGS)
 				 errmsg("hop and size must be positive")));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	/* only a role that manages the stream may lock its catalog row */
+	(void) sw_check_stream_manager(relid, false);
 	sw_enter_catalog(&cx);
 	sw_spi_exec("SELECT retained_from FROM streamwm.stream_def"
 				" WHERE stream OPERATOR(pg_catalog.=) $1 FOR SHARE",
