@@ -66,7 +66,7 @@ for ratio in 1 2 5 10; do
     $PSQL -c "SELECT streamwm.create_query('w$ratio', 'SELECT count(*) AS n, sum(v) AS s FROM s1', hop => '10 s', size => '$size s', start_from => 'earliest')" >/dev/null
     t=$(ms "UPDATE streamwm.query_def SET closed_until = '-infinity', windows_emitted = 0 WHERE name = 'w$ratio'; TRUNCATE w$ratio; UPDATE streamwm.query_def SET closed_until = 'infinity' WHERE name <> 'w$ratio' AND stream = 's1'::regclass" "SELECT streamwm.process('s1')")
     printf "%-46s %10s ms  (%sx the GROUP BY)\n" "process(), pane plan, size/hop = $ratio" "$t" "$(awk "BEGIN{printf \"%.1f\", $t/$g}")"
-    t=$(PGOPTIONS="-c streamwm.pane_engine=off" ms "UPDATE streamwm.query_def SET closed_until = '-infinity', windows_emitted = 0 WHERE name = 'w$ratio'; TRUNCATE w$ratio; UPDATE streamwm.query_def SET closed_until = 'infinity' WHERE name <> 'w$ratio' AND stream = 's1'::regclass" "SELECT streamwm.process('s1')")
+    t=$(ms "UPDATE streamwm.query_def SET closed_until = '-infinity', windows_emitted = 0, plan = 'general' WHERE name = 'w$ratio'; TRUNCATE w$ratio; UPDATE streamwm.query_def SET closed_until = 'infinity' WHERE name <> 'w$ratio' AND stream = 's1'::regclass" "SELECT streamwm.process('s1')")
     printf "%-46s %10s ms  (%sx the GROUP BY)\n" "process(), general plan, size/hop = $ratio" "$t" "$(awk "BEGIN{printf \"%.1f\", $t/$g}")"
 done
 $PSQL -c "SELECT query, windows_emitted, rows_upserted, last_error FROM streamwm.queries"

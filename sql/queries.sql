@@ -19,7 +19,9 @@ SELECT streamwm.create_query('q_bad9', 'SELECT count(*) AS n FROM qs', hop => '1
 SELECT streamwm.create_query('q_bad10', 'SELECT count(*) AS n FROM qs', hop => '1 s', size => '1 s', start_from => 'middle');
 SELECT streamwm.create_query('q_bad11', 'SELECT count(*) AS n FROM qs LIMIT 1', hop => '1 s', size => '1 s');
 SELECT streamwm.create_query('q_bad12', 'SELECT count(*) AS n FROM qs UNION SELECT 1', hop => '1 s', size => '1 s');
+-- (a self-join is no error: each reference reads the window's rows)
 SELECT streamwm.create_query('q_bad13', 'SELECT count(*) AS n FROM qs a, qs b', hop => '1 s', size => '1 s');
+SELECT streamwm.drop_query('q_bad13', drop_result => true);
 SELECT streamwm.create_query('q_bad14', 'SELECT count(*) FROM qs WHERE nope > 1', hop => '1 s', size => '1 s');
 SELECT streamwm.create_query('q_bad15', 'SELECT count(*) + 1 FROM qs', hop => '1 s', size => '1 s');
 SELECT streamwm.create_query('q_bad16', 'SELECT count(*) AS window_start FROM qs', hop => '1 s', size => '1 s');

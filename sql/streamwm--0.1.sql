@@ -60,7 +60,9 @@ CREATE TABLE streamwm.query_def (
     rows_upserted   bigint NOT NULL DEFAULT 0,
     last_error      text,
     last_error_time timestamptz,
-    errors          bigint NOT NULL DEFAULT 0
+    errors          bigint NOT NULL DEFAULT 0,
+    plan            text NOT NULL DEFAULT 'general'  -- 'pane' | 'general', decided at create_query
+        CHECK (plan IN ('pane', 'general'))
 );
 CREATE INDEX ON streamwm.query_def (stream);
 
@@ -138,10 +140,11 @@ CREATE FUNCTION streamwm._stream_truncate() RETURNS trigger
     AS 'MODULE_PATHNAME', 'streamwm_stream_truncate' LANGUAGE C;
 
 CREATE FUNCTION streamwm._query_columns(stream regclass, query text,
-    OUT colname text, OUT coltype text, OUT is_key boolean)
+    OUT colname text, OUT coltype text, OUT is_key boolean, OUT nullable boolean)
     RETURNS SETOF record AS 'MODULE_PATHNAME', 'streamwm_query_columns' LANGUAGE C STRICT;
 
-CREATE FUNCTION streamwm._window_sql(stream regclass, query text, hop interval, size interval)
+-- The statement a step runs for a query, for inspection.
+CREATE FUNCTION streamwm._window_sql(query text)
     RETURNS text AS 'MODULE_PATHNAME', 'streamwm_window_sql' LANGUAGE C STRICT;
 
 CREATE FUNCTION streamwm.window_start(ts timestamptz, hop interval)
@@ -474,6 +477,7 @@ DECLARE
     seq      regclass;
     sid      regclass;
     bound    text;
+    nullable_key boolean := false;
 BEGIN
     IF name IS NULL OR name = '' OR query IS NULL THEN
         RAISE EXCEPTION 'query name and text must not be NULL or empty'
@@ -503,6 +507,7 @@ BEGIN
         coldefs := coldefs || format(', %I %s', cols.colname, cols.coltype);
         IF cols.is_key THEN
             keys := keys || cols.colname;
+            nullable_key := nullable_key OR cols.nullable;
         END IF;
     END LOOP;
 
@@ -511,9 +516,13 @@ BEGIN
                  user_path);
     relid := to_regclass(tname);
     IF relid IS NULL THEN
+        -- A NULL group key is a group like any other (SPEC section 5): the
+        -- key is a primary key when no key column can be NULL, else a
+        -- UNIQUE NULLS NOT DISTINCT constraint.
         EXECUTE format('CREATE TABLE %s (window_start timestamptz NOT NULL, '
-                       'window_end timestamptz NOT NULL%s, PRIMARY KEY (%s))',
+                       'window_end timestamptz NOT NULL%s, %s (%s))',
                        tname, coldefs,
+                       CASE WHEN nullable_key THEN 'UNIQUE NULLS NOT DISTINCT' ELSE 'PRIMARY KEY' END,
                        (SELECT string_agg(quote_ident(k), ', ') FROM unnest(keys) k));
         rel := tname::regclass;
     ELSE
@@ -531,7 +540,7 @@ BEGIN
         IF NOT EXISTS (
             SELECT 1 FROM pg_index i
              WHERE i.indrelid = rel AND i.indisunique AND i.indpred IS NULL
-               AND i.indexprs IS NULL
+               AND i.indexprs IS NULL AND (i.indnullsnotdistinct OR NOT nullable_key)
                AND (SELECT array_agg(a.attname::text ORDER BY a.attname)
                       FROM pg_attribute a
                      WHERE a.attrelid = rel AND a.attnum = ANY (i.indkey::int2[]))
@@ -539,7 +548,9 @@ BEGIN
             RAISE EXCEPTION 'result table % has no unique index on (%)', rel,
                 array_to_string(keys, ', ')
                 USING ERRCODE = 'invalid_table_definition',
-                      HINT = 'Results are upserted on the window start and the GROUP BY columns.';
+                      HINT = CASE WHEN nullable_key
+                                  THEN 'A group key can be NULL: the index must be UNIQUE NULLS NOT DISTINCT.'
+                                  ELSE 'Results are upserted on the window start and the GROUP BY columns.' END;
         END IF;
     END IF;
 
@@ -750,6 +761,7 @@ SELECT q.name AS query,
        q.start_from,
        q.owner,
        CASE WHEN o.full THEN q.query_text END AS definition,
+       q.plan,
        l.pending_events,
        CASE WHEN l.newest_event IS NULL THEN interval '0'
             WHEN q.closed_until = '-infinity' THEN NULL

@@ -304,29 +304,19 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 	PG_TRY();
 	{
 		SwRoleContext qcx;
-		Datum		values[SW_WINDOW_NPARAMS];
 		Oid			utypes[5] = {TEXTOID, TIMESTAMPTZOID, INT8OID, INT8OID, OIDOID};
 		Datum		uvalues[5];
 		int64		windows;
 		int64		rows;
-		bool		isnull;
-		char	   *sql;
 
 		sw_enter_role(def->owner, def->search_path, &qcx);
 		/* streamwm.query_timeout covers building, planning and running it */
 		sw_query_timeout_enable();
-		sql = sw_upsert_sql(def);
-		/* privileges before planning: see sw_check_statement_privileges */
-		sw_check_statement_privileges(sql, SW_WINDOW_NPARAMS, sw_window_param_types);
-		values[0] = Int64GetDatum(def->start_offset);
-		values[1] = offsets;
-		values[2] = TimestampTzGetDatum(TIMESTAMP_IS_NOBEGIN(def->closed_until) ?
-										DT_NOBEGIN : def->closed_until - def->size_us);
-		values[3] = TimestampTzGetDatum(clock->watermark - def->size_us);
-		sw_spi_exec(sql, SW_WINDOW_NPARAMS, (Oid *) sw_window_param_types, values,
-					NULL, SPI_OK_SELECT);
-		windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
-		rows = DatumGetInt64(sw_spi_getdatum(0, 2, &isnull));
+		sw_upsert_windows(def, offsets,
+						  TIMESTAMP_IS_NOBEGIN(def->closed_until) ?
+						  DT_NOBEGIN : def->closed_until - def->size_us,
+						  clock->watermark - def->size_us,
+						  &windows, &rows);
 		sw_query_timeout_disable();
 		/* a timeout that fired just before it was disabled fails here */
 		CHECK_FOR_INTERRUPTS();

@@ -28,19 +28,23 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "common/keywords.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
+#include "parser/parse_oper.h"
 #include "parser/parser.h"
 #include "parser/parsetree.h"
 #include "parser/scanner.h"
@@ -48,6 +52,10 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "access/htup_details.h"
+#include "catalog/pg_attribute.h"
+#include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/timestamp.h"
 
@@ -128,11 +136,6 @@ parse_select(const char *query, ParsedQuery *pq)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("UNION, INTERSECT, EXCEPT and VALUES are not supported in a window query")));
-	if (s->withClause != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("WITH is not supported in a window query"),
-				 errhint("Use a subquery in FROM or WHERE instead.")));
 	if (s->intoClause != NULL || s->lockingClause != NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -170,26 +173,6 @@ find_stream_refs(List *from, Oid relid, List **found)
 			find_stream_refs(list_make2(j->larg, j->rarg), relid, found);
 		}
 	}
-}
-
-/* The single FROM item that reads the stream; errors unless there is one. */
-static RangeVar *
-stream_ref(ParsedQuery *pq, Oid relid)
-{
-	List	   *refs = NIL;
-
-	find_stream_refs(pq->select->fromClause, relid, &refs);
-	if (refs == NIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("query does not read stream %s", sw_relation_name(relid)),
-				 errhint("Name the stream in the query's FROM clause.")));
-	if (list_length(refs) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("query reads stream %s more than once",
-						sw_relation_name(relid))));
-	return linitial(refs);
 }
 
 /* Collect the OIDs of the relations a query tree reads, at any depth. */
@@ -285,6 +268,61 @@ streamwm_bind_query(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(cstring_to_text(bound));
 }
 
+/* Does the query have an outer join anywhere in its FROM? */
+static bool
+has_outer_join(Node *node)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) node;
+
+		return j->jointype != JOIN_INNER || has_outer_join(j->larg) ||
+			has_outer_join(j->rarg);
+	}
+	if (IsA(node, FromExpr))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((FromExpr *) node)->fromlist)
+		{
+			if (has_outer_join(lfirst(lc)))
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Can a GROUP BY output be NULL?  Only a plain column of a table, NOT NULL
+ * there and not on the nullable side of an outer join, is known not to be;
+ * everything else may be (SPEC section 5: a NULL key is a group like any
+ * other, so the result table's key is then UNIQUE NULLS NOT DISTINCT).
+ */
+static bool
+key_can_be_null(Query *q, TargetEntry *tle)
+{
+	Var		   *var = (Var *) tle->expr;
+	RangeTblEntry *rte;
+	HeapTuple	tup;
+	bool		notnull;
+
+	if (!IsA(var, Var) || var->varlevelsup != 0 || var->varattno <= 0 ||
+		has_outer_join((Node *) q->jointree))
+		return true;
+	rte = rt_fetch(var->varno, q->rtable);
+	if (rte->rtekind != RTE_RELATION)
+		return true;
+	tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(rte->relid),
+						  Int16GetDatum(var->varattno));
+	if (!HeapTupleIsValid(tup))
+		return true;
+	notnull = ((Form_pg_attribute) GETSTRUCT(tup))->attnotnull;
+	ReleaseSysCache(tup);
+	return !notnull;
+}
+
 /*
  * Describe the output of a window query: its columns in order, with their
  * types and whether they are GROUP BY keys.  Checks the SPEC's rules.
@@ -299,8 +337,16 @@ sw_query_columns(Oid relid, const char *query)
 	int			pos = 0;
 
 	parse_select(query, &pq);
-	(void) stream_ref(&pq, relid);
 	q = analyze_query(copyObject(pq.raw), query);
+	{
+		List	   *relids = NIL;
+
+		(void) collect_relations((Node *) q, &relids);
+		if (!list_member_oid(relids, relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("query does not read stream %s", sw_relation_name(relid))));
+	}
 
 	if (q->groupingSets != NIL)
 		ereport(ERROR,
@@ -369,6 +415,7 @@ sw_query_columns(Oid relid, const char *query)
 		col->type = format_type_with_typemod(exprType((Node *) tle->expr),
 											 exprTypmod((Node *) tle->expr));
 		col->is_key = false;
+		col->nullable = key_can_be_null(q, tle);
 		if (tle->ressortgroupref != 0)
 		{
 			ListCell   *lc3;
@@ -407,12 +454,13 @@ streamwm_query_columns(PG_FUNCTION_ARGS)
 	foreach(lc, cols)
 	{
 		SwOutputColumn *col = lfirst(lc);
-		Datum		values[3];
-		bool		nulls[3] = {false, false, false};
+		Datum		values[4];
+		bool		nulls[4] = {false, false, false, false};
 
 		values[0] = CStringGetTextDatum(col->name);
 		values[1] = CStringGetTextDatum(col->type);
 		values[2] = BoolGetDatum(col->is_key);
+		values[3] = BoolGetDatum(col->is_key && col->nullable);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -525,66 +573,6 @@ scan_top_level(const char *text, int from, int end, const char *const *words,
 static const char *const after_where[] = {
 	"group", "having", "window", "order", "limit", "offset", "fetch", "for"
 };
-
-/*
- * Where to add "GROUP BY ..." to a query that has none: before the first
- * clause that follows GROUP BY, else at the end of the statement.
- */
-static int
-group_by_position(const char *text, int from, int end)
-{
-	return scan_top_level(text, from, end, after_where + 1,
-						  lengthof(after_where) - 1, false);
-}
-
-/* A text edit: insert 'text' at 'pos', replacing 'len' bytes. */
-typedef struct TextEdit
-{
-	int			pos;
-	int			len;
-	char	   *text;
-} TextEdit;
-
-static int
-text_edit_cmp(const ListCell *a, const ListCell *b)
-{
-	const TextEdit *ea = lfirst(a);
-	const TextEdit *eb = lfirst(b);
-
-	/* at one position, an insertion goes before a replacement */
-	if (ea->pos != eb->pos)
-		return (ea->pos > eb->pos) - (ea->pos < eb->pos);
-	return (ea->len > eb->len) - (ea->len < eb->len);
-}
-
-static List *
-add_edit(List *edits, int pos, int len, char *text)
-{
-	TextEdit   *e = palloc(sizeof(TextEdit));
-
-	e->pos = pos;
-	e->len = len;
-	e->text = text;
-	return lappend(edits, e);
-}
-
-/* Renumber the integer constants (output column ordinals) of a list. */
-static List *
-shift_ordinals(List *edits, List *items)
-{
-	ListCell   *lc;
-
-	foreach(lc, items)
-	{
-		A_Const    *c = lfirst(lc);
-
-		if (IsA(c, A_Const) && !c->isnull && IsA(&c->val, Integer) && c->location >= 0)
-			edits = add_edit(edits, c->location,
-							 strlen(psprintf("%d", intVal(&c->val))),
-							 psprintf("%d", intVal(&c->val) + 2));
-	}
-	return edits;
-}
 
 static char *
 interval_literal(int64 usec)
@@ -774,100 +762,213 @@ pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
 }
 
 /*
- * The SELECT that computes every window closing in a step.  Parameters:
- *	 $1 int8		  the query's start offset (rows after it are seen)
- *	 $2 int8[]		  processed offset of each partition (rows up to it)
- *	 $3 timestamptz  windows starting after this ...
- *	 $4 timestamptz  ... and up to this are computed
- * Its output is window_start, window_end, then the query's columns.
+ * The general plan: any query PostgreSQL accepts over the stream.
+ *
+ * The query's analyzed tree is changed so that every range-table entry of
+ * the stream, however it was spelled and at whatever depth (FROM, a join,
+ * a FROM subquery, a CTE, a scalar subquery in WHERE), becomes a subquery
+ * over the rows of one window:
+ *
+ *	 SELECT <the stream's columns, in attribute order> FROM ONLY <stream> sw_s
+ *	  WHERE <processed, seen by the query, not late>
+ *		AND sw_event_time >= $3 AND sw_event_time < $3 + <size>
+ *
+ * Parameters: $1 the query's start offset, $2 each partition's processed
+ * offset, $3 the window's start.  Every reference to the stream thus reads
+ * only that window's rows (SPEC section 5).  A query that aggregates
+ * without GROUP BY is grouped by a constant, so that a window whose rows
+ * all fail the WHERE yields no row (one row per group, no group without an
+ * event).  The tree is deparsed under search_path = pg_catalog (every name
+ * outside pg_catalog qualified) and wrapped in the upsert; a step runs it
+ * once per window that has rows, from a plan kept across steps.
  */
-char *
-sw_window_select(Oid relid, const char *query, int64 hop_us, int64 size_us)
+
+/* What replaces the stream: the rows of the window starting at $3. */
+static Query *
+window_rows_query(Oid relid, int64 size_us)
 {
-	ParsedQuery pq;
-	RangeVar   *rv;
-	SelectStmt *s;
-	List	   *edits = NIL;
-	const char *alias;
-	char	   *sub;
-	StringInfoData out;
-	int			start;
-	int			end;
-	int			copied;
-	ListCell   *lc;
+	Relation	rel = table_open(relid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData sql;
+	Oid			types[3] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID};
+	List	   *raw;
+	Query	   *q;
 
-	parse_select(query, &pq);
-	s = pq.select;
-	rv = stream_ref(&pq, relid);
-	if (rv->location < 0 || s->targetList == NIL)
-		elog(ERROR, "cannot locate the parts of the window query");
-	alias = quote_identifier(rv->alias ? rv->alias->aliasname : rv->relname);
-
-	/* The stream becomes the rows of the closing windows, one per window. */
-	sub = psprintf("(SELECT sw_s.*, sw_w.sw_window_start"
-				   " FROM ONLY %s sw_s"
-				   " CROSS JOIN LATERAL pg_catalog.generate_series("
-				   "streamwm.window_start(sw_s.sw_event_time, %s) - %s,"
-				   " streamwm.window_start(sw_s.sw_event_time, %s), %s) AS sw_w(sw_window_start)"
-				   " WHERE %s AND sw_w.sw_window_start > $3 AND sw_w.sw_window_start <= $4)%s%s",
-				   sw_relation_name(relid),
-				   interval_literal(hop_us), interval_literal(size_us - hop_us),
-				   interval_literal(hop_us), interval_literal(hop_us),
-				   step_rows_condition(relid, size_us),
-				   rv->alias ? "" : " AS ", rv->alias ? "" : alias);
-	start = rv->location;
-	end = name_end(pq.text, start);
-	if (sw_pane_engine)
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT ");
+	for (int i = 0; i < desc->natts; i++)
 	{
-		char	   *pane = pane_window_select(&pq, rv, end, relid, hop_us, size_us);
+		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-		if (pane != NULL)
-			return pane;
+		if (i > 0)
+			appendStringInfoString(&sql, ", ");
+		if (att->attisdropped)
+			appendStringInfo(&sql, "NULL::pg_catalog.int4 AS sw_dropped_%d", i + 1);
+		else
+			appendStringInfo(&sql, "sw_s.%s", quote_identifier(NameStr(att->attname)));
 	}
-	edits = add_edit(edits, start, end - start, sub);
+	appendStringInfo(&sql, " FROM ONLY %s sw_s WHERE sw_s.sw_offset > $1"
+					 " AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
+					 " AND sw_s.sw_event_time >= $3 AND sw_s.sw_event_time < $3 + %s"
+					 " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
+					 " WHERE sw_l.stream = '%u'::pg_catalog.oid"
+					 " AND sw_l.partition = sw_s.sw_partition"
+					 " AND sw_l.sw_offset = sw_s.sw_offset)",
+					 sw_relation_name(relid), interval_literal(size_us), relid);
+	table_close(rel, AccessShareLock);
+	raw = raw_parser(sql.data, RAW_PARSE_DEFAULT);
+	q = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql.data, types, 3, NULL);
+	return q;
+}
 
-	edits = add_edit(edits, ((ResTarget *) linitial(s->targetList))->location, 0,
-					 psprintf("%s.sw_window_start, %s.sw_window_start + %s, ",
-							  alias, alias, interval_literal(size_us)));
+typedef struct ReplaceStream
+{
+	Oid			relid;
+	Query	   *rows;
+	List	   *inserted;		/* the subqueries we put in: not walked */
+	int			replaced;
+} ReplaceStream;
 
-	/* GROUP BY 1 and ORDER BY 1 count output columns: we add two in front. */
-	edits = shift_ordinals(edits, s->groupClause);
-	foreach(lc, s->sortClause)
-		edits = shift_ordinals(edits, list_make1(lfirst_node(SortBy, lc)->node));
-
-	if (s->groupClause != NIL)
+static bool
+replace_stream_walker(Node *node, ReplaceStream *ctx)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
 	{
-		int			loc = exprLocation(linitial(s->groupClause));
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+		ListCell   *lc;
+		int			i = 0;
 
-		if (loc < 0)
-			elog(ERROR, "cannot locate the GROUP BY clause of the window query");
-		edits = add_edit(edits, loc, 0, psprintf("%s.sw_window_start, ", alias));
+		if (rte->rtekind != RTE_RELATION || rte->relid != ctx->relid)
+			return false;
+		rte->rtekind = RTE_SUBQUERY;
+		rte->subquery = copyObject(ctx->rows);
+		rte->security_barrier = false;
+		rte->relid = InvalidOid;
+		rte->relkind = 0;
+		rte->rellockmode = 0;
+		rte->tablesample = NULL;
+		rte->inh = false;
+		rte->requiredPerms = 0;
+		rte->checkAsUser = InvalidOid;
+		rte->selectedCols = NULL;
+		rte->insertedCols = NULL;
+		rte->updatedCols = NULL;
+		rte->extraUpdatedCols = NULL;
+		/* dropped columns have no name in eref: give them the subquery's */
+		foreach(lc, rte->eref->colnames)
+		{
+			i++;
+			if (strVal(lfirst(lc))[0] == '\0')
+				lfirst(lc) = makeString(psprintf("sw_dropped_%d", i));
+		}
+		ctx->inserted = lappend(ctx->inserted, rte->subquery);
+		ctx->replaced++;
+		return false;
 	}
-	else
-		edits = add_edit(edits, group_by_position(pq.text, end, pq.end), 0,
-						 psprintf("\nGROUP BY %s.sw_window_start\n", alias));
-
-	list_sort(edits, text_edit_cmp);
-	initStringInfo(&out);
-	copied = pq.raw->stmt_location;
-	foreach(lc, edits)
+	if (IsA(node, Query))
 	{
-		TextEdit   *e = lfirst(lc);
-
-		appendBinaryStringInfo(&out, pq.text + copied, e->pos - copied);
-		appendStringInfoString(&out, e->text);
-		copied = e->pos + e->len;
+		if (list_member_ptr(ctx->inserted, node))
+			return false;
+		return query_tree_walker((Query *) node, replace_stream_walker, ctx,
+								 QTW_EXAMINE_RTES_BEFORE);
 	}
-	appendBinaryStringInfo(&out, pq.text + copied, pq.end - copied);
-	return out.data;
+	return expression_tree_walker(node, replace_stream_walker, ctx);
 }
 
 /*
- * The statement that upserts every window closing in a step into the
- * result table and reports (windows, rows).  Parameters as above.
+ * The SELECT of the general plan (parameters above), as text.  Its output
+ * is the query's own columns.
  */
-char *
-sw_upsert_sql(const SwQueryDef *def)
+static char *
+general_window_select(Oid relid, const char *query, int64 size_us)
+{
+	ParsedQuery pq;
+	Query	   *q;
+	ReplaceStream ctx;
+	char	   *sql;
+	int			nestlevel;
+	ListCell   *lc;
+
+	parse_select(query, &pq);
+	q = analyze_query(copyObject(pq.raw), query);
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.relid = relid;
+	ctx.rows = window_rows_query(relid, size_us);
+	(void) replace_stream_walker((Node *) q, &ctx);
+	if (ctx.replaced == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query does not read stream %s", sw_relation_name(relid))));
+
+	/* an aggregate without GROUP BY: one group per window that has one */
+	if (q->groupClause == NIL && q->groupingSets == NIL)
+	{
+		TargetEntry *tle;
+		SortGroupClause *sgc = makeNode(SortGroupClause);
+
+		tle = makeTargetEntry((Expr *) makeBoolConst(true, false),
+							  list_length(q->targetList) + 1, NULL, true);
+		tle->ressortgroupref = 1;
+		foreach(lc, q->targetList)
+			tle->ressortgroupref = Max(tle->ressortgroupref,
+									   lfirst_node(TargetEntry, lc)->ressortgroupref + 1);
+		q->targetList = lappend(q->targetList, tle);
+		sgc->tleSortGroupRef = tle->ressortgroupref;
+		get_sort_group_operators(BOOLOID, true, true, false,
+								 &sgc->sortop, &sgc->eqop, NULL, &sgc->hashable);
+		sgc->nulls_first = false;
+		q->groupClause = list_make1(sgc);
+	}
+
+	nestlevel = sw_enter_safe_path();
+	sql = pg_get_querydef(q, false);
+	sw_leave_safe_path(nestlevel);
+	return sql;
+}
+
+/*
+ * Does the query qualify for the pane plan?  Then its SELECT (parameters as
+ * for sw_upsert_windows: $1 start offset, $2 offsets, $3/$4 the range of
+ * window starts), else NULL.
+ */
+static char *
+pane_select(Oid relid, const char *query, int64 hop_us, int64 size_us)
+{
+	ParsedQuery pq;
+	List	   *refs = NIL;
+	RangeVar   *rv;
+
+	parse_select(query, &pq);
+	if (pq.select->withClause != NULL)
+		return NULL;
+	find_stream_refs(pq.select->fromClause, relid, &refs);
+	if (list_length(refs) != 1)
+		return NULL;
+	rv = linitial(refs);
+	if (rv->location < 0 || !rv->inh || (rv->alias && rv->alias->colnames != NIL))
+		return NULL;
+	return pane_window_select(&pq, rv, name_end(pq.text, rv->location), relid,
+							  hop_us, size_us);
+}
+
+/*
+ * Which plan a query gets, decided once at create_query and recorded:
+ * "pane" when it qualifies and streamwm.pane_engine is on, else "general".
+ */
+const char *
+sw_choose_plan(Oid relid, const char *query, int64 hop_us, int64 size_us)
+{
+	if (sw_pane_engine && pane_select(relid, query, hop_us, size_us) != NULL)
+		return "pane";
+	return "general";
+}
+
+/* The upsert of a query's rows: "INSERT ... <select> ON CONFLICT ...". */
+static char *
+upsert_statement(const SwQueryDef *def, const char *select, const char *window_start,
+				 const char *result)
 {
 	List	   *cols;
 	StringInfoData sql;
@@ -900,28 +1001,230 @@ sw_upsert_sql(const SwQueryDef *def)
 		else
 			appendStringInfo(&sets, ", %s = EXCLUDED.%s", name, name);
 	}
-	appendStringInfo(&sql, ") %s\nON CONFLICT (%s) DO UPDATE SET %s"
-					 " RETURNING sw_r.window_start)"
-					 " SELECT pg_catalog.count(DISTINCT window_start), pg_catalog.count(*) FROM sw_ins",
-					 sw_window_select(def->stream, def->query, def->hop_us, def->size_us),
-					 keys.data, sets.data);
+	appendStringInfoString(&sql, ") ");
+	if (window_start)
+		appendStringInfo(&sql, "SELECT %s, %s + %s, sw_q.* FROM (%s) sw_q",
+						 window_start, window_start, interval_literal(def->size_us), select);
+	else
+		appendStringInfoString(&sql, select);
+	appendStringInfo(&sql, "\nON CONFLICT (%s) DO UPDATE SET %s"
+					 " RETURNING sw_r.window_start) %s",
+					 keys.data, sets.data, result);
 	return sql.data;
 }
 
-/* streamwm._window_sql(stream, query, hop, size) RETURNS text, for inspection */
+/* The parameter types of the pane plan's statement and of the general plan's. */
+static const Oid pane_param_types[4] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+static const Oid general_param_types[3] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID};
+
+/* The statement a step runs for a query, and its parameters. */
+static char *
+window_statement(const SwQueryDef *def, int *nparams, const Oid **types)
+{
+	if (def->pane)
+	{
+		char	   *select = pane_select(def->stream, def->query, def->hop_us, def->size_us);
+
+		if (select == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("query \"%s\" no longer qualifies for the pane plan it was created with",
+							def->name),
+					 errhint("Drop and create the query again.")));
+		*nparams = 4;
+		*types = pane_param_types;
+		return upsert_statement(def, select, NULL,
+								"SELECT pg_catalog.count(DISTINCT window_start), pg_catalog.count(*) FROM sw_ins");
+	}
+	*nparams = 3;
+	*types = general_param_types;
+	return upsert_statement(def, general_window_select(def->stream, def->query, def->size_us),
+							"$3", "SELECT pg_catalog.count(*) FROM sw_ins");
+}
+
+/* Prepared statements of the general plan, kept across steps. */
+typedef struct KeptPlan
+{
+	char	   *sql;
+	SPIPlanPtr	plan;
+} KeptPlan;
+
+static List *kept_plans = NIL;
+
+#define SW_MAX_KEPT_PLANS 64
+
+static SPIPlanPtr
+kept_plan(const char *sql, int nparams, const Oid *types)
+{
+	ListCell   *lc;
+	KeptPlan   *kp;
+	SPIPlanPtr	plan;
+	MemoryContext old;
+
+	foreach(lc, kept_plans)
+	{
+		kp = lfirst(lc);
+		if (strcmp(kp->sql, sql) == 0)
+			return kp->plan;
+	}
+	plan = SPI_prepare(sql, nparams, (Oid *) types);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	kp = palloc(sizeof(KeptPlan));
+	kp->sql = pstrdup(sql);
+	kp->plan = plan;
+	if (list_length(kept_plans) >= SW_MAX_KEPT_PLANS)
+	{
+		KeptPlan   *oldest = linitial(kept_plans);
+
+		SPI_freeplan(oldest->plan);
+		pfree(oldest->sql);
+		pfree(oldest);
+		kept_plans = list_delete_first(kept_plans);
+	}
+	kept_plans = lappend(kept_plans, kp);
+	MemoryContextSwitchTo(old);
+	return plan;
+}
+
+/*
+ * Starts of the windows in (lo, hi] that hold a row the query may see: the
+ * panes that hold such rows, each expanded to the size/hop windows that
+ * contain it.  Ascending.
+ */
+static List *
+windows_with_rows(const SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi)
+{
+	Oid			types[4] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		values[4];
+	List	   *result = NIL;
+	int64		k = def->size_us / def->hop_us;
+	TimestampTz last = DT_NOBEGIN;
+
+	values[0] = Int64GetDatum(def->start_offset);
+	values[1] = offsets;
+	values[2] = TimestampTzGetDatum(lo);
+	values[3] = TimestampTzGetDatum(hi);
+	sw_spi_exec(psprintf("SELECT DISTINCT streamwm.window_start(sw_s.sw_event_time, %s) AS p"
+						 " FROM ONLY %s sw_s WHERE sw_s.sw_offset > $1"
+						 " AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
+						 " AND sw_s.sw_event_time > $3 AND sw_s.sw_event_time < $4 + %s"
+						 " ORDER BY p",
+						 interval_literal(def->hop_us), sw_relation_name(def->stream),
+						 interval_literal(def->size_us)),
+				4, types, values, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		TimestampTz pane = DatumGetTimestampTz(sw_spi_getdatum(i, 1, &isnull));
+
+		/* the windows containing this pane start at pane - (k-1)*hop .. pane */
+		for (int64 j = k - 1; j >= 0; j--)
+		{
+			TimestampTz ws = pane - j * def->hop_us;
+
+			if (ws <= lo || ws > hi || ws <= last)
+				continue;
+			result = lappend(result, palloc(sizeof(TimestampTz)));
+			*(TimestampTz *) llast(result) = ws;
+			last = ws;
+		}
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return result;
+}
+
+/*
+ * Compute and upsert every window of a query whose start is in (lo, hi]
+ * (those that closed since the last step), as the current user (the
+ * query's owner).  Returns the windows that produced rows and the rows.
+ */
+void
+sw_upsert_windows(const SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi,
+				  int64 *windows, int64 *rows)
+{
+	int			nparams;
+	const Oid  *types;
+	char	   *sql = window_statement(def, &nparams, &types);
+	bool		isnull;
+
+	/* privileges before planning: see sw_check_statement_privileges */
+	sw_check_statement_privileges(sql, nparams, types);
+	*windows = 0;
+	*rows = 0;
+	if (def->pane)
+	{
+		Datum		values[4];
+
+		values[0] = Int64GetDatum(def->start_offset);
+		values[1] = offsets;
+		values[2] = TimestampTzGetDatum(lo);
+		values[3] = TimestampTzGetDatum(hi);
+		sw_spi_exec(sql, 4, (Oid *) types, values, NULL, SPI_OK_SELECT);
+		*windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+		*rows = DatumGetInt64(sw_spi_getdatum(0, 2, &isnull));
+	}
+	else
+	{
+		SPIPlanPtr	plan = kept_plan(sql, nparams, types);
+		List	   *starts = windows_with_rows(def, offsets, lo, hi);
+		ListCell   *lc;
+
+		foreach(lc, starts)
+		{
+			Datum		values[3];
+			int64		n;
+
+			values[0] = Int64GetDatum(def->start_offset);
+			values[1] = offsets;
+			values[2] = TimestampTzGetDatum(*(TimestampTz *) lfirst(lc));
+			if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT)
+				elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
+			n = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+			if (n > 0)
+				(*windows)++;
+			*rows += n;
+			SPI_freetuptable(SPI_tuptable);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+}
+
+/*
+ * streamwm._window_sql(query name) RETURNS text, for inspection: the
+ * statement a step runs for the query.
+ */
 Datum
 streamwm_window_sql(PG_FUNCTION_ARGS)
 {
-	int64		hop_us = sw_interval_usec(PG_GETARG_INTERVAL_P(2));
-	int64		size_us = sw_interval_usec(PG_GETARG_INTERVAL_P(3));
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	SwQueryDef *def;
+	SwRoleContext cx;
+	int			nparams;
+	const Oid  *types;
+	char	   *sql;
 
-	if (hop_us <= 0 || size_us <= 0 || size_us % hop_us != 0)
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	sw_enter_catalog(&cx);
+	def = sw_load_query(name);
+	sw_leave_role(&cx);
+	if (def == NULL)
 		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("hop and size must be positive, size a whole multiple of hop")));
-	PG_RETURN_TEXT_P(cstring_to_text(sw_window_select(PG_GETARG_OID(0),
-													  text_to_cstring(PG_GETARG_TEXT_PP(1)),
-													  hop_us, size_us)));
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("query \"%s\" does not exist", name)));
+	if (!sw_may_manage(def->owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of query \"%s\"", name)));
+	sw_enter_role(def->owner, def->search_path, &cx);
+	sql = window_statement(def, &nparams, &types);
+	sw_leave_role(&cx);
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text(sql));
 }
 
 /* Load one query's definition; NULL when there is none. */
@@ -940,7 +1243,7 @@ sw_load_query(const char *name)
 				"   WHERE c.oid = pg_catalog.to_regclass(result_name) AND c.relowner = owner),"
 				" 0::pg_catalog.oid),"
 				" start_offset, search_path, owner, closed_until, errors,"
-				" coalesce(last_error_time, '-infinity'), result_name"
+				" coalesce(last_error_time, '-infinity'), result_name, plan"
 				" FROM streamwm.query_def WHERE name = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -959,13 +1262,9 @@ sw_load_query(const char *name)
 	def->errors = DatumGetInt64(sw_spi_getdatum(0, 10, &isnull));
 	def->last_error_time = DatumGetTimestampTz(sw_spi_getdatum(0, 11, &isnull));
 	def->result_name = TextDatumGetCString(sw_spi_getdatum(0, 12, &isnull));
+	def->pane = strcmp(TextDatumGetCString(sw_spi_getdatum(0, 13, &isnull)), "pane") == 0;
 	return def;
 }
-
-/* The parameter types of the step statement. */
-const Oid	sw_window_param_types[SW_WINDOW_NPARAMS] = {
-	INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID
-};
 
 /*
  * streamwm._check_query(name text) RETURNS void: plans the step statement
@@ -979,7 +1278,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	SwRoleContext cx;
 	SPIPlanPtr	plan;
 	char	   *sql;
-	Datum		values[SW_WINDOW_NPARAMS];
+	Datum		values[4];
 	MemoryContext cxt = CurrentMemoryContext;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -999,10 +1298,13 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	sw_enter_role(def->owner, def->search_path, &cx);
 	PG_TRY();
 	{
-		sql = sw_upsert_sql(def);
+		int			nparams;
+		const Oid  *types;
+
+		sql = window_statement(def, &nparams, &types);
 		/* before planning, which may run the query's IMMUTABLE functions */
-		sw_check_statement_privileges(sql, SW_WINDOW_NPARAMS, sw_window_param_types);
-		plan = SPI_prepare(sql, SW_WINDOW_NPARAMS, (Oid *) sw_window_param_types);
+		sw_check_statement_privileges(sql, nparams, types);
+		plan = SPI_prepare(sql, nparams, (Oid *) types);
 		if (plan == NULL)
 			elog(ERROR, "could not plan window query \"%s\": %s", name,
 				 SPI_result_code_string(SPI_result));

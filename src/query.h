@@ -14,6 +14,7 @@ typedef struct SwOutputColumn
 	char	   *name;
 	char	   *type;			/* format_type_with_typemod() */
 	bool		is_key;			/* a GROUP BY output */
+	bool		nullable;		/* a key that can be NULL */
 } SwOutputColumn;
 
 typedef struct SwQueryDef
@@ -31,15 +32,14 @@ typedef struct SwQueryDef
 	TimestampTz closed_until;
 	int64		errors;			/* consecutive failures */
 	TimestampTz last_error_time;	/* DT_NOBEGIN if none */
+	bool		pane;			/* the pane plan, else the general plan */
 } SwQueryDef;
 
-#define SW_WINDOW_NPARAMS 4
-extern const Oid sw_window_param_types[SW_WINDOW_NPARAMS];
-
 extern List *sw_query_columns(Oid relid, const char *query);
-extern char *sw_window_select(Oid relid, const char *query, int64 hop_us,
-							  int64 size_us);
-extern char *sw_upsert_sql(const SwQueryDef *def);
+extern const char *sw_choose_plan(Oid relid, const char *query, int64 hop_us,
+								  int64 size_us);
+extern void sw_upsert_windows(const SwQueryDef *def, Datum offsets, TimestampTz lo,
+							  TimestampTz hi, int64 *windows, int64 *rows);
 extern SwQueryDef *sw_load_query(const char *name);
 
 #endif							/* STREAMWM_QUERY_H */
