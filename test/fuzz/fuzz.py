@@ -560,6 +560,60 @@ class Gen:
                   "FROM generate_series(1, %d) g;\n" % (self.ts_arg(), r.choice([1, 10, 500]))
         return "process", pre + "SELECT streamwm.process(%s)" % ", ".join(args)
 
+    def g_ddl(self):
+        """The stream's owner changing its table or trigger, then using it."""
+        r = self.r
+        ddl = r.choice([
+            "ALTER TABLE fz_s1 DROP COLUMN sw_partition",
+            "ALTER TABLE fz_s1 DROP COLUMN sw_arrival",
+            "ALTER TABLE fz_s1 ALTER COLUMN sw_offset TYPE text",
+            "ALTER TABLE fz_s1 ALTER COLUMN sw_partition TYPE numeric",
+            "ALTER TABLE fz_s1 ALTER COLUMN sw_partition TYPE int2",
+            "ALTER TABLE fz_s1 ALTER COLUMN sw_event_time TYPE timestamp",
+            "ALTER TABLE fz_s1 ALTER COLUMN sw_write_time TYPE text",
+            "ALTER TABLE fz_s1 ALTER COLUMN sw_arrival DROP NOT NULL",
+            "ALTER TABLE fz_s1 RENAME COLUMN sw_offset TO o",
+            "ALTER TABLE fz_s1 DROP COLUMN k",
+            "ALTER TABLE fz_s1 DROP COLUMN f",
+            "ALTER TABLE fz_s1 ADD COLUMN sw_extra int",
+            "ALTER TABLE fz_s2 DROP COLUMN big",
+            "ALTER TABLE fz_s2 ALTER COLUMN k TYPE text",
+            "ALTER TABLE fz_s1 RENAME TO fz_renamed",
+            "DROP TRIGGER sw_ingest ON fz_s1",
+            "ALTER TABLE fz_s1 DISABLE TRIGGER ALL",
+            "TRUNCATE fz_s1 RESTART IDENTITY",
+            "ALTER SEQUENCE fz_s1_sw_offset_seq RESTART WITH 1",
+            "ALTER SEQUENCE fz_s1_sw_offset_seq AS int",
+            "CREATE FUNCTION pg_temp.fz_t() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$BEGIN NEW.sw_partition := %s; NEW.sw_offset := %s; RETURN NEW; END$$;\n"
+            "CREATE TRIGGER zz BEFORE INSERT ON fz_s1 FOR EACH ROW EXECUTE FUNCTION pg_temp.fz_t()"
+            % (r.choice(["99", "-1", "2147483647", "NEW.sw_partition"]),
+               r.choice(["NEW.sw_offset", "-5", "9223372036854775807", "NULL"])),
+            "CREATE RULE \"_RETURN\" AS ON SELECT TO fz_plain DO INSTEAD SELECT * FROM fz_s1",
+            "UPDATE streamwm.stream_def SET partitions = %s WHERE stream = 'fz_s1'::regclass"
+            % r.choice(["1", "4096", "2"]),
+            "DELETE FROM streamwm.partition_state WHERE stream = 'fz_s1'::regclass AND partition = 2",
+            "UPDATE streamwm.partition_state SET processed_offset = %s WHERE stream = 'fz_s1'::regclass"
+            % r.choice(["-1", "9223372036854775807", "NULL"]),
+            "UPDATE streamwm.query_def SET hop = %s, size = %s WHERE name = 'fz_q1'"
+            % (self.interval_arg(), self.interval_arg()),
+            "UPDATE streamwm.query_def SET query = %s WHERE name = 'fz_q1'" % self.text_arg(QUERIES),
+            "UPDATE streamwm.query_def SET result_table = 'fz_s1'::regclass WHERE name = 'fz_q1'",
+            "UPDATE streamwm.stream_def SET watermark = %s WHERE stream = 'fz_s1'::regclass"
+            % self.ts_arg(),
+        ])
+        use = r.choice([
+            "SELECT streamwm.ingest('fz_s1', '[{\"k\": 1, \"v\": \"a\"}, {\"k\": 2}]')",
+            "SELECT streamwm.ingest_lines('fz_s1', E'{\"k\": 1}\\n{}')",
+            "INSERT INTO fz_s1 (k, f) VALUES (1, 2), (3, 4)",
+            "INSERT INTO fz_s1 (k, sw_partition, sw_write_time) VALUES (1, 1, '2024-01-01 00:00:30+00')",
+            "SELECT streamwm.ingest('fz_s2', '{\"k\": 1, \"big\": 1704067200}')",
+        ])
+        return "ddl", "%s;\n%s;\n%s;\nSELECT streamwm.process(now => %s);\n" \
+            "SELECT count(*) FROM streamwm.streams; SELECT count(*) FROM streamwm.partitions;\n" \
+            "SELECT count(*) FROM streamwm.queries" % (
+                ddl, use, use, r.choice(["'2024-01-01 00:10:00+00'", "'infinity'", "NULL"]))
+
     def g_window_start(self):
         return "window_start", "SELECT streamwm.window_start(%s, %s)" % (self.ts_arg(),
                                                                           self.interval_arg())
@@ -878,6 +932,8 @@ def main():
     ap.add_argument("--findings", default="fuzz_findings.txt")
     ap.add_argument("--strict", action="store_true", help="internal errors (XX000) fail too")
     ap.add_argument("--big", action="store_true", help="also multi-megabyte values")
+    ap.add_argument("--no-ddl", action="store_true",
+                    help="no ALTER/DROP of the fixture's tables, triggers and catalog rows")
     ap.add_argument("--soak", type=float, default=0, help="seconds of committed fuzzed ingest")
     args = ap.parse_args()
     if args.smoke:
@@ -923,6 +979,8 @@ def main():
         "_window_sql": (gen.g_window_sql, 4), "_reads_stream": (gen.g_reads_stream, 2),
         "_check_expression": (gen.g_check_expression, 4), "_check_query": (gen.g_check_query, 1),
     }
+    if not args.no_ddl:
+        specific["ddl"] = (gen.g_ddl, 8)
     choices = []
     for name, (fn, w) in specific.items():
         choices += [(name, fn)] * w
@@ -931,7 +989,7 @@ def main():
         # functions called directly, functions added later)
         choices += [(name, lambda n=name, t=types, a=names: (n, generic_call(gen, n, t, a)))] * 2
 
-    counts, errors, internal, findings = {}, {}, [], []
+    counts, succeeded, errors, internal, findings = {}, {}, {}, [], []
     crashed_batches = 0
     done = 0
     t0 = time.time()
@@ -950,11 +1008,16 @@ def main():
         for label, _ in inputs:
             counts[label] = counts.get(label, 0) + 1
         crash = rc == 2 or rc == -1 or any(p in out for p in CRASH_PATTERNS)
+        failed_inputs = set()
         for m in re.finditer(r"psql:[^:]*:(\d+): ERROR:  (\w{5})", out):
             errors[m.group(2)] = errors.get(m.group(2), 0) + 1
+            failed_inputs.add(input_of_line(ranges, int(m.group(1))))
             if m.group(2).startswith("XX"):
                 i = input_of_line(ranges, int(m.group(1)))
                 internal.append((m.group(2), inputs[i] if i is not None else None))
+        for i, (label, _) in enumerate(inputs):
+            if i not in failed_inputs:
+                succeeded[label] = succeeded.get(label, 0) + 1
         leaks = [l for l in out.splitlines() if LEAK_PATTERN.search(l)]
         for l in leaks:
             m = re.match(r"psql:[^:]*:(\d+):", l)
@@ -992,10 +1055,12 @@ def main():
     elapsed = time.time() - t0
     print("fuzz: seed %d, %d inputs in %.1f s, %d batches crashed" % (args.seed, done, elapsed,
                                                                        crashed_batches))
-    print("inputs per function:")
+    print("inputs per function (and how many ran without an error):")
+    notes = {"_stream_insert": "  (also INSERTs through the trigger)",
+             "ddl": "  (ALTER/DROP of the fixture, then ingest and process)"}
     for name in sorted(set(list(counts) + list(signatures))):
-        print("  %-20s %6d%s" % (name, counts.get(name, 0),
-                                 "" if name in signatures else "  (trigger, via INSERT)"))
+        print("  %-20s %6d %6d ok%s" % (name, counts.get(name, 0), succeeded.get(name, 0),
+                                        notes.get(name, "")))
     missing = [n for n in signatures if counts.get(n, 0) == 0]
     print("errors by SQLSTATE: " + ", ".join("%s %d" % kv for kv in sorted(errors.items())))
     if internal:
