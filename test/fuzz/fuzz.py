@@ -222,6 +222,8 @@ class Gen:
         self.r = rnd
         self.big = big            # allow multi-megabyte values
         self.many = False         # inside a long list: keep each item small
+        self.bad = None
+        self.argno = -1
 
     # --- building blocks ---------------------------------------------
 
@@ -505,46 +507,87 @@ class Gen:
             sql += ";\nSELECT streamwm.process(now => %s)" % self.ts_arg()
         return "_stream_insert", sql
 
+    def valid_or(self, valid, hostile, p=0.6):
+        """valid (an SQL text), or the hostile generator's: hostile if this
+        argument is one of the call's chosen bad ones (self.bad)."""
+        self.argno += 1
+        if self.bad is not None:
+            return hostile() if self.argno in self.bad else valid
+        return valid if self.r.random() < p else hostile()
+
+    def choose_bad(self, nargs):
+        """Most calls get 0 to 2 hostile arguments, the rest valid ones."""
+        self.argno = -1
+        self.bad = set(self.r.sample(range(nargs), self.r.choice([0, 1, 1, 1, 2, 2, 3])))
+
     def g_create_stream(self):
+        """Mostly well-formed calls with one or two hostile arguments, so that
+        the later steps (the trigger, the expressions) run too."""
         r = self.r
-        args = ["name => " + self.text_arg(["fz_new", "\"Weird \"\"Name\"\"\"", "public.fz_new2",
-                                            "nosuchschema.x", "pg_catalog.fz", "pg_temp.fz_tmp",
-                                            "fz_s1", "名" * 22, "é" * 40, "x" * 70,
-                                            "U&\"\\0061\"", "a.b.c"]),
-                "columns => " + self.text_arg(COLUMN_LISTS)]
-        for name, gen in (("partitions", lambda: self.int_arg()),
-                          ("watermark_delay", self.interval_arg),
-                          ("event_time", lambda: self.text_arg(EXPRESSIONS)),
-                          ("partition_key", lambda: self.text_arg(EXPRESSIONS)),
-                          ("watermark_granularity", self.interval_arg),
-                          ("idle_timeout", self.interval_arg),
-                          ("retention", self.interval_arg)):
-            if r.random() < 0.4:
-                args.append("%s => %s" % (name, gen()))
+        self.choose_bad(9)
+        fresh = sql_literal(r.choice(["fz_new", "\"Weird \"\"Name\"\"\"", "public.fz_new2",
+                                      "\"" + "名" * 25 + "\"", "\"" + "é" * 40 + "\"", "x" * 70]))
+        args = ["name => " + self.valid_or(fresh, lambda: self.text_arg(
+                    ["fz_new", "nosuchschema.x", "pg_catalog.fz", "pg_temp.fz_tmp", "fz_s1",
+                     "U&\"\\0061\"", "a.b.c"]), 0.7),
+                "columns => " + self.valid_or(sql_literal(r.choice(
+                    ["k int, v text, ts timestamptz, big bigint", "k int", "\"名前\" text, k int",
+                     "k int, v text, ts timestamptz, big bigint, j jsonb, c fz_comp, f float8"])),
+                    lambda: self.text_arg(COLUMN_LISTS), 0.7)]
+        for name, gen, p in (("partitions", lambda: self.int_arg(), 0.5),
+                             ("watermark_delay", self.interval_arg, 0.7),
+                             ("event_time", lambda: self.text_arg(EXPRESSIONS), 0.4),
+                             ("partition_key", lambda: self.text_arg(EXPRESSIONS), 0.4),
+                             ("watermark_granularity", self.interval_arg, 0.8),
+                             ("idle_timeout", self.interval_arg, 0.8),
+                             ("retention", self.interval_arg, 0.8)):
+            if r.random() < 0.5 or self.argno + 1 in self.bad:
+                args.append("%s => %s" % (name, self.valid_or(
+                    {"partitions": "3", "event_time": "'ts'", "partition_key": "'k'"}.get(
+                        name, "'1 second'"), gen, p)))
         sql = "SELECT streamwm.create_stream(%s)" % ", ".join(args)
-        if r.random() < 0.4:
-            # use it: insert a row through the new stream's trigger
-            sql += (";\nSELECT streamwm.ingest(s.stream, '{}') FROM streamwm.stream_def s"
-                    " WHERE s.stream::text NOT LIKE 'fz\\_%' OR s.stream::text LIKE 'fz\\_new%'")
+        if r.random() < 0.6:
+            # use it: rows through the new stream's trigger, then a step
+            sql += (";\nSELECT streamwm.ingest(s.stream, %s) FROM streamwm.stream_def s"
+                    " WHERE s.stream::text NOT LIKE 'fz\\_s_'" % sql_literal(
+                        r.choice(["{}", "[{\"k\": 1, \"ts\": \"2024-01-01\"}, {\"k\": 2, \"big\": 5}]",
+                                  "{\"k\": null, \"ts\": \"infinity\"}", "{\"名前\": \"x\"}"])))
+            sql += ";\nSELECT streamwm.process(now => %s)" % self.ts_arg()
         return "create_stream", sql
 
     def g_create_query(self):
+        """Mostly a fresh name and a valid hop and size, so that the query
+        text is checked, rewritten, planned and run by a step."""
         r = self.r
-        args = ["name => " + self.text_arg(["fz_q", "fz q", "\"fz\"", "FZ", "名前", "x" * 70,
-                                            "fz_q1", "pg_class", "streamwm.stream_def"]),
-                "query => " + self.text_arg(QUERIES),
-                "hop => " + self.interval_arg(),
-                "size => " + self.interval_arg()]
-        if r.random() < 0.4:
-            args.append("result_table => " + self.text_arg(
-                ["fz_res", "fz_r1", "pg_class", "streamwm.stream_def", "fz_s1", "pg_temp.fz_t",
-                 "public.\"名前\"", "x" * 70, "nosuchschema.t", "fz_plain"]))
-        if r.random() < 0.4:
-            args.append("start_from => " + self.text_arg(START_FROM))
+        self.choose_bad(6)
+        hop, size = r.choice([("'1 second'", "'5 seconds'"), ("'10 seconds'", "'10 seconds'"),
+                              ("'1 minute'", "'1 hour'"), ("'1 microsecond'", "'3 microseconds'")])
+        args = ["name => " + self.valid_or("'fz_new_q'", lambda: self.text_arg(
+                    ["fz_q", "fz q", "\"fz\"", "FZ", "名前", "x" * 70, "fz_q1", "pg_class",
+                     "streamwm.stream_def"]), 0.7),
+                "query => " + self.valid_or(sql_literal(r.choice(QUERIES)),
+                                            lambda: self.text_arg(QUERIES)),
+                "hop => " + self.valid_or(hop, self.interval_arg, 0.7),
+                "size => " + self.valid_or(size, self.interval_arg, 0.7)]
+        rt = self.valid_or("'fz_res'", lambda: self.text_arg(
+            ["fz_res", "fz_r1", "pg_class", "streamwm.stream_def", "fz_s1", "pg_temp.fz_t",
+             "public.\"名前\"", "x" * 70, "nosuchschema.t", "fz_plain"]))
+        if self.argno in self.bad or r.random() < 0.3:
+            args.append("result_table => " + rt)
+        sf = self.valid_or(r.choice(["'latest'", "'earliest'"]), lambda: self.text_arg(START_FROM))
+        if self.argno in self.bad or r.random() < 0.5:
+            args.append("start_from => " + sf)
+        self.bad = None
         sql = "SELECT streamwm.create_query(%s)" % ", ".join(args)
-        if r.random() < 0.5:
-            sql += ";\nSELECT streamwm.ingest('fz_s1', %s::jsonb)" % sql_literal(self.json_document())
-            sql += ";\nSELECT streamwm.process(now => %s)" % self.ts_arg()
+        if r.random() < 0.7:
+            sql += ";\nSELECT streamwm.ingest('fz_s1', %s::jsonb)" % sql_literal(
+                r.choice([self.json_document(),
+                          dump_json([{"k": r.randint(0, 3), "v": r.choice(["a", "名"]), "f": r.random(),
+                                      "big": r.randint(0, 9), "n": 1, "ts": "2024-01-01"}
+                                     for _ in range(r.randint(1, 30))])]))
+            sql += ";\nSELECT streamwm.process(now => %s)" % r.choice(
+                [self.ts_arg(), "now() + interval '1 minute'", "'2024-01-01 00:05:00+00'"])
+            sql += ";\nSELECT streamwm.process(now => now() + interval '1 hour')"
         return "create_query", sql
 
     def g_process(self):
