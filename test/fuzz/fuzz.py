@@ -1033,6 +1033,7 @@ def main():
         choices += [(name, lambda n=name, t=types, a=names: (n, generic_call(gen, n, t, a)))] * 2
 
     counts, succeeded, errors, internal, findings = {}, {}, {}, [], []
+    first_round = sorted(signatures)
     crashed_batches = 0
     done = 0
     t0 = time.time()
@@ -1041,7 +1042,12 @@ def main():
         inputs = []
         for _ in range(n):
             while True:
-                name, fn = rnd.choice(choices)
+                if first_round:
+                    # every function once first, whatever the number of inputs
+                    name = first_round.pop(0)
+                    fn = dict(choices)[name]
+                else:
+                    name, fn = rnd.choice(choices)
                 inp = fn()
                 if len(inp[1]) <= (64 if args.big else 4) * 1024 * 1024:
                     break
