@@ -1163,6 +1163,7 @@ def soak(args, srv, logs):
     gen = Gen(rnd, False)
     sess = PQ("dbname=%s application_name=streamwm_fuzz_soak" % srv.db)
     sess.execute("SET client_min_messages = error")
+    sess.execute("SET statement_timeout = '%s'" % args.statement_timeout)
     sess_pid = sess.value("SELECT pg_backend_pid()")
     worker = srv.value("SELECT pid FROM pg_stat_activity WHERE backend_type = 'streamwm worker'"
                        " AND datname = current_database()")
