@@ -294,7 +294,11 @@ streamwm_ingest_when(PG_FUNCTION_ARGS)
 		event_time = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (!PG_ARGISNULL(2))
 		partition_key = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	rel = table_open(PG_GETARG_OID(0), AccessShareLock);
+	rel = try_table_open(PG_GETARG_OID(0), AccessShareLock);
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", PG_GETARG_OID(0))));
 
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, "true OR (\n");

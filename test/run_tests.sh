@@ -73,6 +73,17 @@ run_suite regress "$PGXS_DIR/src/test/regress/pg_regress" . test/results \
     contrib_regression $(sed -n 's/^REGRESS = //p' Makefile)
 run_suite isolation "$PGXS_DIR/src/test/isolation/pg_isolation_regress" test test/results/isolation \
     isolation_regression $(sed -n 's/^ISOLATION = //p' Makefile)
+
+# 200 fixed-seed hostile inputs to every function (test/fuzz/README.md):
+# no crash, no leaked-resource warning, the same postmaster throughout
+echo "== fuzz smoke"
+if python3 test/fuzz/fuzz.py --smoke --pg-bin "$PG_BIN" --watch-log "$dir/server.log" \
+        --findings test/results/fuzz_findings.txt >test/results/fuzz_smoke.log 2>&1; then
+    passed=$((passed + 1)); echo "test fuzz_smoke ... ok"
+else
+    failed=$((failed + 1)); failures="$failures fuzz_smoke"; echo "test fuzz_smoke ... FAILED"
+    tail -n 20 test/results/fuzz_smoke.log
+fi
 cluster_stop "$dir"
 
 echo "== TAP"
