@@ -639,7 +639,9 @@ pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
 	}
 
 	q = analyze_query(copyObject(pq->raw), pq->text);
-	if (q->groupingSets != NIL || q->hasWindowFuncs || q->hasTargetSRFs ||
+	/* a subquery may read the stream again: only the general plan confines it */
+	if (q->hasSubLinks || q->cteList != NIL ||
+		q->groupingSets != NIL || q->hasWindowFuncs || q->hasTargetSRFs ||
 		list_length(q->targetList) != list_length(s->targetList))
 		return NULL;
 
