@@ -28,8 +28,10 @@ CREATE TABLE streamwm.stream_def (
     last_processed  timestamptz,
     max_future_skew interval,           -- NULL: no limit (SPEC section 10)
     future_events   bigint NOT NULL DEFAULT 0,
-    retained_from   timestamptz NOT NULL DEFAULT '-infinity'  -- rows with event time
+    retained_from   timestamptz NOT NULL DEFAULT '-infinity', -- rows with event time
                                         -- before this may have been removed by retention
+                                        -- or a purge
+    purged_rows     bigint NOT NULL DEFAULT 0 -- unread rows a DELETE or TRUNCATE removed
 );
 
 CREATE TABLE streamwm.partition_state (
@@ -138,6 +140,11 @@ CREATE FUNCTION streamwm._stream_no_update() RETURNS trigger
 -- TRUNCATE ... RESTART IDENTITY would reuse offsets (src/guard.c).
 CREATE FUNCTION streamwm._stream_truncate() RETURNS trigger
     AS 'MODULE_PATHNAME', 'streamwm_stream_truncate' LANGUAGE C;
+
+-- BEFORE and AFTER DELETE statement triggers of every stream table: a
+-- purged row that processing had not read is counted (src/purge.c).
+CREATE FUNCTION streamwm._stream_purge() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'streamwm_stream_purge' LANGUAGE C;
 
 CREATE FUNCTION streamwm._query_columns(stream regclass, query text,
     OUT colname text, OUT coltype text, OUT is_key boolean, OUT nullable boolean)
@@ -384,6 +391,10 @@ BEGIN
                    'EXECUTE FUNCTION streamwm._stream_truncate()', rel);
     EXECUTE format('CREATE TRIGGER sw_truncate_check AFTER TRUNCATE ON %s FOR EACH STATEMENT '
                    'EXECUTE FUNCTION streamwm._stream_truncate()', rel);
+    EXECUTE format('CREATE TRIGGER sw_purge_start BEFORE DELETE ON %s FOR EACH STATEMENT '
+                   'EXECUTE FUNCTION streamwm._stream_purge()', rel);
+    EXECUTE format('CREATE TRIGGER sw_purge AFTER DELETE ON %s REFERENCING OLD TABLE AS sw_purged '
+                   'FOR EACH STATEMENT EXECUTE FUNCTION streamwm._stream_purge()', rel);
 
     PERFORM streamwm._register_stream(rel, partitions, watermark_delay,
                                       nullif(event_time, ''), nullif(partition_key, ''),
@@ -735,7 +746,8 @@ SELECT d.stream,
        b.unprocessed_events,
        coalesce(clock_timestamp() - b.oldest_unprocessed, interval '0') AS processing_lag,
        d.max_future_skew,
-       d.future_events
+       d.future_events,
+       d.purged_rows
   FROM streamwm.stream_def d
   CROSS JOIN LATERAL (
       SELECT coalesce(sum(x.backlog), 0)::bigint AS unprocessed_events,

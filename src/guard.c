@@ -21,7 +21,9 @@
  *		(streamwm._stream_no_update()), and TRUNCATE ... RESTART IDENTITY,
  *		which would hand out offsets again from 1 so that processing never
  *		reads the new rows, is undone with an error
- *		(streamwm._stream_truncate(), BEFORE and AFTER TRUNCATE).
+ *		(streamwm._stream_truncate(), BEFORE and AFTER TRUNCATE).  The
+ *		BEFORE TRUNCATE trigger also counts the rows processing had not read
+ *		(purge.c), as the sw_purge triggers do for DELETE.
  *	 3. Defence in depth, because a superuser can disable event triggers:
  *		sw_check_stream_columns() checks that every system column is there
  *		with its type before C code reads a Datum of it.
@@ -49,6 +51,7 @@
 #include "utils/syscache.h"
 
 #include "guard.h"
+#include "purge.h"
 
 PG_FUNCTION_INFO_V1(streamwm_guard_ddl);
 PG_FUNCTION_INFO_V1(streamwm_stream_no_update);
@@ -574,8 +577,14 @@ streamwm_stream_truncate(PG_FUNCTION_ARGS)
 
 	if (TRIGGER_FIRED_BEFORE(trigdata->tg_event))
 	{
-		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
-		TruncateSeen *seen = palloc(sizeof(TruncateSeen));
+		MemoryContext old;
+		TruncateSeen *seen;
+
+		/* the rows processing had not read are counted before they go */
+		sw_purge_truncate(trigdata->tg_relation);
+
+		old = MemoryContextSwitchTo(TopTransactionContext);
+		seen = palloc(sizeof(TruncateSeen));
 
 		seen->relid = relid;
 		seen->seqoid = seqoid;

@@ -14,6 +14,11 @@
  *								 before it is planned, so that an IMMUTABLE
  *								 function folded at plan time never runs for a
  *								 role that may not read the tables;
+ *								 the same timeout bounds the statements of a
+ *								 step that run a stream owner's code (reading
+ *								 the stream, retention's DELETE): they fail
+ *								 the step, which the worker retries with
+ *								 backoff (sw_spi_exec_bounded);
  *	 streamwm.max_windows_per_row  create_query refuses size/hop above it;
  *	 'earliest' after retention	 where a new 'earliest' query starts so that
  *								 it never overwrites a complete window with a
@@ -124,6 +129,55 @@ const char *
 sw_query_timeout_string(void)
 {
 	return GetConfigOptionByName("streamwm.query_timeout", NULL, false);
+}
+
+/*
+ * Run one of streamwm's own statements that can run a stream owner's code
+ * (reading the stream, retention's DELETE: the owner's triggers, row-level
+ * security policies, index expressions) under streamwm.query_timeout, so
+ * that a stream's owner cannot stall the worker for every other stream.
+ * The timeout fails the step with an error saying so ('what': "reading
+ * stream x"); the worker logs it and retries the stream with backoff.  If
+ * the timeout is already armed (the statement runs inside another bounded
+ * one), that one's limit applies.
+ */
+void
+sw_spi_exec_bounded(const char *what, const char *sql, int nargs, Oid *types,
+					Datum *values, const char *nulls, int expected)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (query_timeout_id != MAX_TIMEOUTS && get_timeout_active(query_timeout_id))
+	{
+		sw_spi_exec(sql, nargs, types, values, nulls, expected);
+		return;
+	}
+	PG_TRY();
+	{
+		sw_query_timeout_enable();
+		sw_spi_exec(sql, nargs, types, values, nulls, expected);
+		sw_query_timeout_disable();
+		/* a timeout that fired just before it was disabled fails here */
+		CHECK_FOR_INTERRUPTS();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		sw_query_timeout_disable();
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_QUERY_CANCELED || !sw_query_timeout_fired())
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_QUERY_CANCELED),
+				 errmsg("%s exceeded streamwm.query_timeout (%s)",
+						what, sw_query_timeout_string()),
+				 errdetail("The stream owner's code (triggers, row-level security policies, index expressions) runs in it."),
+				 errhint("The step is rolled back and retried.")));
+	}
+	PG_END_TRY();
 }
 
 /*

@@ -16,6 +16,9 @@ extern void sw_query_timeout_enable(void);
 extern void sw_query_timeout_disable(void);
 extern bool sw_query_timeout_fired(void);
 extern const char *sw_query_timeout_string(void);
+extern void sw_spi_exec_bounded(const char *what, const char *sql, int nargs,
+								Oid *types, Datum *values, const char *nulls,
+								int expected);
 extern void sw_check_windows_per_row(int64 hop_us, int64 size_us);
 extern void sw_check_statement_privileges(const char *sql, int nparams,
 										  const Oid *types);

@@ -26,6 +26,10 @@
  *	 7. apply retention: accepted rows by event time once no query needs
  *		them, late rows (evidence) only once they arrived retention ago.
  *
+ * Reading the stream and retention's DELETE run as the stream's owner and
+ * may run the owner's code (policies, triggers): they are bounded by
+ * streamwm.query_timeout, and a timeout fails the whole step.
+ *
  * Why this is exactly once: the results, the offsets, W, the late log and
  * closed_until change in one transaction, so after a crash either all of a
  * step is there or none of it, and the next step starts from the same
@@ -55,6 +59,7 @@
 #include "guard.h"
 #include "limit.h"
 #include "process.h"
+#include "purge.h"
 #include "query.h"
 #include "watermark.h"
 #include "window.h"
@@ -197,7 +202,9 @@ read_batch(Oid relid, Oid owner, const char *relname, SwStreamClock *clock,
 	values[0] = processed_offsets(clock);
 	values[1] = Int64GetDatum(limit);
 	sw_enter_role(owner, "pg_catalog, pg_temp", &rcx);
-	sw_spi_exec(sql, 2, types, values, NULL, SPI_OK_SELECT);
+	/* the owner's policies run in it: bounded like a query (limit.c) */
+	sw_spi_exec_bounded(psprintf("reading stream %s", relname),
+						sql, 2, types, values, NULL, SPI_OK_SELECT);
 	sw_leave_role(&rcx);
 	n = SPI_processed;
 	sw_check_result_types(SPI_tuptable->tupdesc, result_types, 4, relname);
@@ -459,13 +466,14 @@ expire_late_rows(Oid relid, Oid owner, const char *relname, int64 retention_us,
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = TimestampTzGetDatum(cutoff);
 	sw_enter_role(owner, "pg_catalog, pg_temp", &rcx);
-	sw_spi_exec(psprintf("DELETE FROM ONLY %s t USING streamwm.late_event_log l"
-						 " WHERE l.stream OPERATOR(pg_catalog.=) $1"
-						 " AND l.arrival OPERATOR(pg_catalog.<) $2"
-						 " AND t.sw_partition OPERATOR(pg_catalog.=) l.partition"
-						 " AND t.sw_offset OPERATOR(pg_catalog.=) l.sw_offset",
-						 relname),
-				2, types, values, NULL, SPI_OK_DELETE);
+	sw_retention_delete(relid, relname,
+						psprintf("DELETE FROM ONLY %s t USING streamwm.late_event_log l"
+								 " WHERE l.stream OPERATOR(pg_catalog.=) $1"
+								 " AND l.arrival OPERATOR(pg_catalog.<) $2"
+								 " AND t.sw_partition OPERATOR(pg_catalog.=) l.partition"
+								 " AND t.sw_offset OPERATOR(pg_catalog.=) l.sw_offset",
+								 relname),
+						2, types, values);
 	sw_leave_role(&rcx);
 	removed = SPI_processed;
 	sw_spi_exec("DELETE FROM streamwm.late_event_log"
@@ -504,15 +512,16 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
 	values[1] = TimestampTzGetDatum(horizon);
 	values[2] = processed_offsets(clock);
 	sw_enter_role(owner, "pg_catalog, pg_temp", &rcx);
-	sw_spi_exec(psprintf("DELETE FROM ONLY %s t WHERE t.sw_event_time OPERATOR(pg_catalog.<) $2"
-						 " AND t.sw_offset OPERATOR(pg_catalog.<=)"
-						 " ($3::pg_catalog.int8[])[t.sw_partition OPERATOR(pg_catalog.+) 1]"
-						 " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log l"
-						 " WHERE l.stream OPERATOR(pg_catalog.=) $1"
-						 " AND l.partition OPERATOR(pg_catalog.=) t.sw_partition"
-						 " AND l.sw_offset OPERATOR(pg_catalog.=) t.sw_offset)",
-						 relname),
-				3, types, values, NULL, SPI_OK_DELETE);
+	sw_retention_delete(relid, relname,
+						psprintf("DELETE FROM ONLY %s t WHERE t.sw_event_time OPERATOR(pg_catalog.<) $2"
+								 " AND t.sw_offset OPERATOR(pg_catalog.<=)"
+								 " ($3::pg_catalog.int8[])[t.sw_partition OPERATOR(pg_catalog.+) 1]"
+								 " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log l"
+								 " WHERE l.stream OPERATOR(pg_catalog.=) $1"
+								 " AND l.partition OPERATOR(pg_catalog.=) t.sw_partition"
+								 " AND l.sw_offset OPERATOR(pg_catalog.=) t.sw_offset)",
+								 relname),
+						3, types, values);
 	sw_leave_role(&rcx);
 	removed = SPI_processed;
 	if (removed > 0)

@@ -9,7 +9,10 @@
 #    the worker stays the only one of its database (its own lock is not an
 #    advisory lock);
 #  - a stream held by a user's open transaction that called process() is
-#    skipped, and the worker says so in the log, naming the holder.
+#    skipped, and the worker says so in the log, naming the holder;
+#  - the stream owner's code that reading a stream and retention run (a
+#    DELETE trigger, a forced row-level security policy) is bounded by
+#    streamwm.query_timeout too.
 #
 # Timing: every wait is a poll with a generous timeout.
 use strict;
@@ -149,6 +152,68 @@ $node->safe_psql('postgres',
 ok($node->poll_query_until('postgres', q{
 	SELECT closed_until >= to_timestamp(20) FROM streamwm.queries WHERE query = 'fast_q'}),
 	'once the transaction ends, the worker processes the stream again');
+
+# --- a stream's own code is bounded too ---------------------------------------
+# Reading a stream and retention's DELETE run as the stream's owner and run
+# the owner's code: here a BEFORE DELETE trigger that sleeps (retention is
+# due) and a row-level security policy, forced on a non-superuser owner,
+# that sleeps.  Both steps fail at streamwm.query_timeout and are retried
+# with backoff, and the other streams of the database go on.
+$log_offset = -s $node->logfile;
+$node->safe_psql('postgres', q{
+	CREATE FUNCTION sleepy() RETURNS trigger LANGUAGE plpgsql AS
+	  $$BEGIN PERFORM pg_sleep(60); RETURN NULL; END$$;
+	SELECT streamwm.create_stream('sleepy_s', 'v int', watermark_granularity => '100 ms',
+	                              idle_timeout => '1 hour', retention => '1 s');
+	CREATE TRIGGER sleepy BEFORE DELETE ON sleepy_s FOR EACH STATEMENT EXECUTE FUNCTION sleepy();
+	SELECT streamwm.ingest('sleepy_s', '{"v": 1}', write_time => to_timestamp(1));
+	SELECT streamwm.ingest('sleepy_s', '{"v": 1}', write_time => to_timestamp(10));
+
+	CREATE ROLE regress_owner;
+	GRANT CREATE ON SCHEMA public TO regress_owner;
+	SET ROLE regress_owner;
+	CREATE FUNCTION slow_policy() RETURNS boolean LANGUAGE plpgsql AS
+	  $$BEGIN PERFORM pg_sleep(60); RETURN true; END$$;
+	SELECT streamwm.create_stream('policy_s', 'v int', watermark_granularity => '100 ms',
+	                              idle_timeout => '1 hour');
+	ALTER TABLE policy_s ENABLE ROW LEVEL SECURITY;
+	ALTER TABLE policy_s FORCE ROW LEVEL SECURITY;
+	CREATE POLICY slow_read ON policy_s FOR SELECT USING (slow_policy());
+	CREATE POLICY any_insert ON policy_s FOR INSERT WITH CHECK (true);
+	SELECT streamwm.ingest('policy_s', '{"v": 1}', write_time => to_timestamp(1));
+	RESET ROLE;
+});
+$node->wait_for_log(
+	qr/ERROR:  retention of stream public.sleepy_s exceeded streamwm.query_timeout \(500ms\)/,
+	$log_offset);
+pass('retention running the owner\'s sleeping DELETE trigger fails at streamwm.query_timeout');
+$node->wait_for_log(
+	qr/ERROR:  reading stream public.policy_s exceeded streamwm.query_timeout \(500ms\)/,
+	$log_offset);
+pass('reading a stream through the owner\'s sleeping policy fails at streamwm.query_timeout');
+my $emitted = $node->safe_psql('postgres',
+	q{SELECT windows_emitted FROM streamwm.queries WHERE query = 'fast_q'});
+$t0 = time;
+for my $i (30 .. 40)
+{
+	$node->safe_psql('postgres',
+		"SELECT streamwm.ingest('fast_s', '{\"v\": 1}', write_time => to_timestamp($i))");
+	select(undef, undef, undef, 0.1);
+}
+ok($node->poll_query_until('postgres', qq{
+	SELECT windows_emitted >= $emitted + 10 FROM streamwm.queries WHERE query = 'fast_q'}),
+	'meanwhile the other stream keeps closing its windows');
+$elapsed = time - $t0;
+note("fast_s closed 10 windows ${elapsed}s after the first of them was ingested");
+cmp_ok($elapsed, '<', 60, 'well within the 60 s the owners\' code sleeps');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM sleepy_s}), '2',
+	'the failed steps rolled back: retention removed nothing');
+is($node->safe_psql('postgres', q{
+	SELECT events FROM streamwm.streams WHERE stream = 'sleepy_s'::regclass}), '0',
+	'and recorded nothing');
+is($node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'streamwm worker'"),
+	$worker_pid, 'the worker is still the same one');
 
 $node->stop;
 done_testing();
