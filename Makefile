@@ -12,13 +12,14 @@ OBJS = \
 	src/limit.o \
 	src/worker.o \
 	src/monitor.o \
-	src/guard.o
+	src/guard.o \
+	src/query_ddl.o
 
 EXTENSION = streamwm
 DATA = sql/streamwm--0.1.sql
 PGFILEDESC = "streamwm - event-time stream processing"
 
-REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits
+REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits query_ddl
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
 ISOLATION = concurrent_writers concurrent_process
 ISOLATION_OPTS = --inputdir=test --outputdir=test/results

@@ -60,7 +60,8 @@ CREATE TABLE streamwm.query_def (
     rows_upserted   bigint NOT NULL DEFAULT 0,
     last_error      text,
     last_error_time timestamptz,
-    errors          bigint NOT NULL DEFAULT 0
+    errors          bigint NOT NULL DEFAULT 0,
+    reads           regclass[]          -- every relation the query reads (src/query_ddl.c)
 );
 CREATE INDEX ON streamwm.query_def (stream);
 
@@ -627,6 +628,18 @@ CREATE FUNCTION streamwm._guard_ddl() RETURNS event_trigger
 
 CREATE EVENT TRIGGER streamwm_guard_ddl ON ddl_command_start
     EXECUTE FUNCTION streamwm._guard_ddl();
+
+/*
+ * Renames of what a query reads: the queries kept by _guard_ddl at the
+ * start of the command are deparsed again under the new names
+ * (src/query_ddl.c).
+ */
+CREATE FUNCTION streamwm._guard_ddl_end() RETURNS event_trigger
+    AS 'MODULE_PATHNAME', 'streamwm_guard_ddl_end'
+    LANGUAGE C;
+
+CREATE EVENT TRIGGER streamwm_guard_ddl_end ON ddl_command_end
+    EXECUTE FUNCTION streamwm._guard_ddl_end();
 
 /* ... and what a CASCADE would take along: a stream's own triggers. */
 CREATE FUNCTION streamwm._guard_sql_drop() RETURNS event_trigger

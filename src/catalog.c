@@ -29,6 +29,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "query.h"
 
 PG_FUNCTION_INFO_V1(streamwm_register_stream);
 PG_FUNCTION_INFO_V1(streamwm_unregister_stream);
@@ -498,9 +499,9 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	Oid			relid = PG_GETARG_OID(1);
 	Oid			result = PG_GETARG_OID(6);
-	Oid			types[12] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID,
-		OIDOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TEXTOID, OIDOID};
-	Datum		values[12];
+	Oid			types[13] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID,
+		OIDOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TEXTOID, OIDOID, REGCLASSARRAYOID};
+	Datum		values[13];
 	Oid			ntypes[1] = {TEXTOID};
 	SwRoleContext cx;
 	char	   *relname;
@@ -524,6 +525,8 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 		values[i] = PG_GETARG_DATUM(i);
 	values[10] = CStringGetTextDatum(sw_relation_name(result));
 	values[11] = ObjectIdGetDatum(GetUserId());
+	/* what the stored text reads, read as steps will (query_ddl.c) */
+	values[12] = sw_query_reads(sw_analyze_bound_query(TextDatumGetCString(values[2])));
 	sw_enter_catalog(&cx);
 	sw_spi_exec("SELECT 1 FROM streamwm.query_def WHERE name = $1",
 				1, ntypes, values, NULL, SPI_OK_SELECT);
@@ -533,10 +536,10 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 				 errmsg("query \"%s\" already exists", name)));
 	sw_spi_exec("INSERT INTO streamwm.query_def (name, stream, query, query_text, hop, size,"
 				" result_table, start_from, start_offset, closed_until, result_name,"
-				" search_path, owner)"
+				" search_path, owner, reads)"
 				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
-				" '" SW_SAFE_SEARCH_PATH "', $12)",
-				12, types, values, NULL, SPI_OK_INSERT);
+				" '" SW_SAFE_SEARCH_PATH "', $12, $13)",
+				13, types, values, NULL, SPI_OK_INSERT);
 	sw_leave_role(&cx);
 	SPI_finish();
 	PG_RETURN_VOID();

@@ -49,6 +49,7 @@
 #include "utils/syscache.h"
 
 #include "guard.h"
+#include "query_ddl.h"
 
 PG_FUNCTION_INFO_V1(streamwm_guard_ddl);
 PG_FUNCTION_INFO_V1(streamwm_stream_no_update);
@@ -495,6 +496,8 @@ streamwm_guard_ddl(PG_FUNCTION_ARGS)
 		default:
 			break;
 	}
+	/* what the command would do to the window queries (query_ddl.c) */
+	sw_query_ddl_start(parsetree);
 	PG_RETURN_VOID();
 }
 
