@@ -105,6 +105,7 @@ SET ROLE regress_qd_bob;
 ALTER TABLE qd_bob.labels DROP COLUMN lab;
 ALTER TABLE qd_bob.labels DROP COLUMN key;
 DROP TABLE qd_bob.labels;
+DROP SCHEMA qd_bob CASCADE;
 -- a column no query uses may go, even one the stored text lists in a
 -- column alias list (written there for the renamed USING column): the
 -- text is written again without it

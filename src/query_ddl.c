@@ -15,8 +15,9 @@
  *	 - At ddl_command_start (streamwm._guard_ddl calls sw_query_ddl_start):
  *	   ALTER TABLE ... DROP COLUMN / ALTER COLUMN ... TYPE of a column a query
  *	   uses, and DROP TABLE / VIEW of a relation a query reads other than its
- *	   stream (drop_stream and the sql_drop trigger deal with that one), are
- *	   refused with ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST.  Whether a query
+ *	   stream (drop_stream and the sql_drop trigger deal with that one), or
+ *	   DROP SCHEMA of a schema holding one, are refused with
+ *	   ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST.  Whether a query
  *	   uses a column is decided on its stored text analyzed again, as its
  *	   owner: the column is in the selectedCols of an RTE of that relation,
  *	   at any depth -- PostgreSQL's own record of every Var of it (through
@@ -100,7 +101,7 @@ typedef struct ColumnChange
 	const char *what;			/* "drop" or "alter type of" */
 } ColumnChange;
 
-/* Is relkind one whose renames and drops concern queries that read it? */
+/* Is this an object type whose renames and drops concern the queries reading it? */
 static bool
 is_readable_objtype(ObjectType t)
 {
@@ -454,8 +455,8 @@ check_drop(DropStmt *stmt)
 			ErrorData  *error;
 			Query	   *tree;
 
-			if (sq->stream == relid)
-				continue;
+			if (list_member_oid(relids, sq->stream))
+				continue;		/* the query goes with its stream */
 			tree = analyze_stored(sq, CurrentMemoryContext, &error);
 			if (tree != NULL && list_member_oid(sw_query_relids(tree), relid))
 				users = lappend(users, sq->name);
@@ -470,6 +471,54 @@ check_drop(DropStmt *stmt)
 					 errdetail_plural("Query %s reads it too.", "Queries %s read it too.",
 									  list_length(users) - 1, other_names(users)) : 0,
 					 errhint("Drop the query with streamwm.drop_query() first.")));
+	}
+}
+
+/*
+ * DROP SCHEMA (... CASCADE) of a schema holding a relation a query reads,
+ * unless the query's stream is dropped along (its queries go with it).
+ */
+static void
+check_drop_schema(DropStmt *stmt)
+{
+	List	   *nspids = NIL;
+	ListCell   *lc;
+
+	foreach(lc, stmt->objects)
+	{
+		Oid			nspid = get_namespace_oid(strVal(lfirst(lc)), true);
+
+		if (OidIsValid(nspid))
+			nspids = lappend_oid(nspids, nspid);
+	}
+	foreach(lc, nspids)
+	{
+		Oid			nspid = lfirst_oid(lc);
+		ListCell   *lc2;
+
+		foreach(lc2, queries_reading(NIL, nspid))
+		{
+			StoredQuery *sq = lfirst(lc2);
+			ErrorData  *error;
+			Query	   *tree;
+			ListCell   *lc3;
+
+			if (list_member_oid(nspids, get_rel_namespace(sq->stream)))
+				continue;
+			tree = analyze_stored(sq, CurrentMemoryContext, &error);
+			if (tree == NULL)
+				continue;
+			foreach(lc3, sw_query_relids(tree))
+			{
+				if (get_rel_namespace(lfirst_oid(lc3)) == nspid)
+					ereport(ERROR,
+							(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+							 errmsg("cannot drop schema \"%s\" because query \"%s\" reads %s",
+									get_namespace_name(nspid), sq->name,
+									sw_relation_name(lfirst_oid(lc3))),
+							 errhint("Drop the query with streamwm.drop_query() first.")));
+			}
+		}
 	}
 }
 
@@ -554,7 +603,10 @@ sw_query_ddl_start(Node *parsetree)
 			check_alter_table((AlterTableStmt *) parsetree);
 			break;
 		case T_DropStmt:
-			check_drop((DropStmt *) parsetree);
+			if (((DropStmt *) parsetree)->removeType == OBJECT_SCHEMA)
+				check_drop_schema((DropStmt *) parsetree);
+			else
+				check_drop((DropStmt *) parsetree);
 			break;
 		case T_RenameStmt:
 			check_rename((RenameStmt *) parsetree);
