@@ -13,13 +13,14 @@ OBJS = \
 	src/worker.o \
 	src/monitor.o \
 	src/guard.o \
-	src/purge.o
+	src/purge.o \
+	src/query_ddl.o
 
 EXTENSION = streamwm
 DATA = sql/streamwm--0.1.sql
 PGFILEDESC = "streamwm - event-time stream processing"
 
-REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge
+REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
 ISOLATION = concurrent_writers concurrent_process
 ISOLATION_OPTS = --inputdir=test --outputdir=test/results

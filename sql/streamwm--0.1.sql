@@ -64,7 +64,8 @@ CREATE TABLE streamwm.query_def (
     last_error_time timestamptz,
     errors          bigint NOT NULL DEFAULT 0,
     plan            text NOT NULL DEFAULT 'general'  -- 'pane' | 'general', decided at create_query
-        CHECK (plan IN ('pane', 'general'))
+        CHECK (plan IN ('pane', 'general')),
+    reads           regclass[]          -- every relation the query reads (src/query_ddl.c)
 );
 CREATE INDEX ON streamwm.query_def (stream);
 
@@ -649,6 +650,18 @@ CREATE FUNCTION streamwm._guard_ddl() RETURNS event_trigger
 
 CREATE EVENT TRIGGER streamwm_guard_ddl ON ddl_command_start
     EXECUTE FUNCTION streamwm._guard_ddl();
+
+/*
+ * Renames of what a query reads: the queries kept by _guard_ddl at the
+ * start of the command are deparsed again under the new names
+ * (src/query_ddl.c).
+ */
+CREATE FUNCTION streamwm._guard_ddl_end() RETURNS event_trigger
+    AS 'MODULE_PATHNAME', 'streamwm_guard_ddl_end'
+    LANGUAGE C;
+
+CREATE EVENT TRIGGER streamwm_guard_ddl_end ON ddl_command_end
+    EXECUTE FUNCTION streamwm._guard_ddl_end();
 
 /* ... and what a CASCADE would take along: a stream's own triggers. */
 CREATE FUNCTION streamwm._guard_sql_drop() RETURNS event_trigger

@@ -500,9 +500,9 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	Oid			relid = PG_GETARG_OID(1);
 	Oid			result = PG_GETARG_OID(6);
-	Oid			types[13] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID,
-		OIDOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TEXTOID, OIDOID, TEXTOID};
-	Datum		values[13];
+	Oid			types[14] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID,
+		OIDOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TEXTOID, OIDOID, TEXTOID, REGCLASSARRAYOID};
+	Datum		values[14];
 	Oid			ntypes[1] = {TEXTOID};
 	SwRoleContext cx;
 	char	   *relname;
@@ -530,6 +530,8 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 	values[12] = CStringGetTextDatum(sw_choose_plan(relid, TextDatumGetCString(values[2]),
 													sw_interval_usec(PG_GETARG_INTERVAL_P(4)),
 													sw_interval_usec(PG_GETARG_INTERVAL_P(5))));
+	/* what the stored text reads, read as steps will (query_ddl.c) */
+	values[13] = sw_query_reads(sw_analyze_bound_query(TextDatumGetCString(values[2])));
 	sw_enter_catalog(&cx);
 	sw_spi_exec("SELECT 1 FROM streamwm.query_def WHERE name = $1",
 				1, ntypes, values, NULL, SPI_OK_SELECT);
@@ -539,10 +541,10 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 				 errmsg("query \"%s\" already exists", name)));
 	sw_spi_exec("INSERT INTO streamwm.query_def (name, stream, query, query_text, hop, size,"
 				" result_table, start_from, start_offset, closed_until, result_name,"
-				" search_path, owner, plan)"
+				" search_path, owner, plan, reads)"
 				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
-				" '" SW_SAFE_SEARCH_PATH "', $12, $13)",
-				13, types, values, NULL, SPI_OK_INSERT);
+				" '" SW_SAFE_SEARCH_PATH "', $12, $13, $14)",
+				14, types, values, NULL, SPI_OK_INSERT);
 	sw_leave_role(&cx);
 	SPI_finish();
 	PG_RETURN_VOID();

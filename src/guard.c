@@ -52,6 +52,7 @@
 
 #include "guard.h"
 #include "purge.h"
+#include "query_ddl.h"
 
 PG_FUNCTION_INFO_V1(streamwm_guard_ddl);
 PG_FUNCTION_INFO_V1(streamwm_stream_no_update);
@@ -498,6 +499,8 @@ streamwm_guard_ddl(PG_FUNCTION_ARGS)
 		default:
 			break;
 	}
+	/* what the command would do to the window queries (query_ddl.c) */
+	sw_query_ddl_start(parsetree);
 	PG_RETURN_VOID();
 }
 

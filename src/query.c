@@ -257,15 +257,75 @@ streamwm_bind_query(PG_FUNCTION_ARGS)
 	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	ParsedQuery pq;
 	Query	   *q;
-	char	   *bound;
-	int			nestlevel;
 
 	parse_select(query, &pq);
 	q = analyze_query(copyObject(pq.raw), query);
+	PG_RETURN_TEXT_P(cstring_to_text(sw_deparse_query(q)));
+}
+
+/*
+ * Analyze a stored, bound query text (query_def.query) as the current user,
+ * resolving names only in pg_catalog and pg_temp, as a step reads it.
+ */
+Query *
+sw_analyze_bound_query(const char *query)
+{
+	ParsedQuery pq;
+	Query	   *q;
+	int			nestlevel;
+
+	nestlevel = sw_enter_safe_path();
+	parse_select(query, &pq);
+	q = analyze_query(copyObject(pq.raw), query);
+	sw_leave_safe_path(nestlevel);
+	return q;
+}
+
+/*
+ * The text a step runs for an analyzed query: deparsed under search_path =
+ * pg_catalog, pg_temp, so that every name not in pg_catalog is qualified.
+ * Relations and columns are printed by OID and attribute number under
+ * their current names.
+ */
+char *
+sw_deparse_query(Query *q)
+{
+	char	   *bound;
+	int			nestlevel;
+
 	nestlevel = sw_enter_safe_path();
 	bound = pg_get_querydef(q, false);
 	sw_leave_safe_path(nestlevel);
-	PG_RETURN_TEXT_P(cstring_to_text(bound));
+	return bound;
+}
+
+/* The OIDs of the relations an analyzed query reads, at any depth. */
+List *
+sw_query_relids(Query *q)
+{
+	List	   *relids = NIL;
+
+	(void) collect_relations((Node *) q, &relids);
+	return relids;
+}
+
+/*
+ * The relations an analyzed query reads, at any depth, as a regclass[]
+ * Datum (query_def.reads).
+ */
+Datum
+sw_query_reads(Query *q)
+{
+	List	   *relids = sw_query_relids(q);
+	Datum	   *d;
+	int			n = 0;
+	ListCell   *lc;
+
+	d = palloc(sizeof(Datum) * Max(list_length(relids), 1));
+	foreach(lc, relids)
+		d[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	return PointerGetDatum(construct_array(d, n, REGCLASSOID, sizeof(Oid), true,
+										   TYPALIGN_INT));
 }
 
 /* Does the query have an outer join anywhere in its FROM? */

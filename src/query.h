@@ -7,6 +7,7 @@
 #define STREAMWM_QUERY_H
 
 #include "datatype/timestamp.h"
+#include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
 
 typedef struct SwOutputColumn
@@ -41,5 +42,9 @@ extern const char *sw_choose_plan(Oid relid, const char *query, int64 hop_us,
 extern void sw_upsert_windows(const SwQueryDef *def, Datum offsets, TimestampTz lo,
 							  TimestampTz hi, int64 *windows, int64 *rows);
 extern SwQueryDef *sw_load_query(const char *name);
+extern Query *sw_analyze_bound_query(const char *query);
+extern char *sw_deparse_query(Query *q);
+extern List *sw_query_relids(Query *q);
+extern Datum sw_query_reads(Query *q);
 
 #endif							/* STREAMWM_QUERY_H */

@@ -192,6 +192,29 @@ for my $round (1 .. 3)
 unlike($node->safe_psql('postgres', q{
 	SELECT string_agg(coalesce(last_error, ''), '') FROM streamwm.query_def}), qr/\S/,
 	'no query failed in the original');
+# query_def.reads is dumped by name and restored to the new OIDs, so the
+# DDL guards work in the restored database: a used column cannot be
+# dropped, and renames keep the query running
+is($node->safe_psql('restored', q{
+	SELECT reads = ARRAY['ds'::regclass] FROM streamwm.query_def WHERE name = 'ds_q'}),
+	't', 'what the query reads is restored');
+my ($rc, $out, $err) = $node->psql('restored', 'ALTER TABLE ds DROP COLUMN v');
+like($err, qr/cannot drop column "v" of stream "ds" because query "ds_q" uses it/,
+	'a column the query uses cannot be dropped after the restore');
+$node->safe_psql('restored', q{
+	ALTER TABLE ds RENAME TO ds_renamed;
+	ALTER TABLE ds_renamed RENAME COLUMN v TO value;
+	SELECT streamwm.ingest('ds_renamed', jsonb_build_object('k', 'k0', 'value', 1000),
+	                       partition => i % 2, write_time => to_timestamp(i))
+	  FROM generate_series(81, 100) i;
+	SELECT streamwm.process('ds_renamed');
+});
+is($node->safe_psql('restored', q{
+	SELECT coalesce(last_error, 'none'), errors FROM streamwm.query_def WHERE name = 'ds_q'}),
+	'none|0', 'the query runs after renames in the restored database');
+is($node->safe_psql('restored', q{
+	SELECT s FROM ds_q WHERE window_start = to_timestamp(85) AND k = 'k0'}),
+	'10000', 'and sums the renamed column');
 
 $node->stop;
 done_testing();
