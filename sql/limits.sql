@@ -198,3 +198,27 @@ DROP FUNCTION lim_slow(int), lim_leak(int);
 REVOKE CREATE ON SCHEMA public FROM regress_lim_bob;
 DROP ROLE regress_lim_bob;
 DROP ROLE regress_lim_carol;
+
+-- A bound on the groups of one window: the query fails for that step
+-- (nothing written, last_error says why), the other query of the stream goes
+-- on; raising the bound lets it catch up.
+SELECT streamwm.create_stream('lg', 'k int, v int') IS NOT NULL AS created;
+SELECT streamwm.create_query('lg_many', 'SELECT k, count(*) AS n FROM lg GROUP BY k',
+                             hop => '10 s', size => '10 s') IS NOT NULL AS created;
+SELECT streamwm.create_query('lg_many_g', 'SELECT k, string_agg(v::text, '','') AS vs FROM lg GROUP BY k',
+                             hop => '10 s', size => '10 s') IS NOT NULL AS created;
+SELECT streamwm.create_query('lg_one', 'SELECT count(*) AS n FROM lg',
+                             hop => '10 s', size => '10 s') IS NOT NULL AS created;
+SELECT streamwm.ingest('lg', jsonb_agg(jsonb_build_object('k', i, 'v', i)), write_time => '1970-01-01 00:00:01+00')
+  FROM generate_series(1, 5) i;
+SELECT streamwm.ingest('lg', '{"k": 0, "v": 0}', write_time => '1970-01-01 00:00:11+00');
+SET streamwm.max_groups_per_window = 3;
+SELECT streamwm.process('lg', now => clock_timestamp());
+SELECT query, plan, windows_emitted, last_error FROM streamwm.queries WHERE query LIKE 'lg\_%' ORDER BY 1;
+SELECT (SELECT count(*) FROM lg_many) AS many, (SELECT count(*) FROM lg_many_g) AS many_g, (SELECT n FROM lg_one) AS one;
+RESET streamwm.max_groups_per_window;
+SELECT streamwm.process('lg', now => clock_timestamp());
+SELECT query, windows_emitted, last_error FROM streamwm.queries WHERE query LIKE 'lg\_%' ORDER BY 1;
+SELECT (SELECT count(*) FROM lg_many) AS many, (SELECT count(*) FROM lg_many_g) AS many_g;
+SELECT streamwm.drop_stream('lg', cascade => true);
+DROP TABLE lg_many, lg_many_g, lg_one;

@@ -57,6 +57,7 @@ PG_FUNCTION_INFO_V1(streamwm_earliest_closed_until);
 /* GUCs */
 int			sw_query_timeout_ms = 30000;
 int			sw_max_windows_per_row = 10000;
+int			sw_max_groups_per_window = 1000000;
 
 /* our timeout, MAX_TIMEOUTS until registered in this backend */
 static TimeoutId query_timeout_id = MAX_TIMEOUTS;
@@ -83,6 +84,33 @@ sw_limits_define_gucs(void)
 							10000, 1, INT_MAX,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("streamwm.max_groups_per_window",
+							"Most groups (result rows) one window of a query may have.",
+							"A step whose window has more fails for that query, which is "
+							"recorded in streamwm.queries.last_error and retried with "
+							"backoff; other queries go on. 0 turns the limit off.",
+							&sw_max_groups_per_window,
+							1000000, 0, INT_MAX,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
+}
+
+/*
+ * Refuse a window of a query that has more groups than
+ * streamwm.max_groups_per_window: its rows are not written (the query's
+ * subtransaction rolls back) and the query is backed off, so one query that
+ * groups by something unbounded cannot grow its result table and the step
+ * without limit.
+ */
+void
+sw_check_groups_per_window(const char *query, int64 groups)
+{
+	if (sw_max_groups_per_window > 0 && groups > sw_max_groups_per_window)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("a window of query \"%s\" has " INT64_FORMAT " groups, more than streamwm.max_groups_per_window (%d)",
+						query, groups, sw_max_groups_per_window),
+				 errhint("Group by fewer or coarser keys, or raise streamwm.max_groups_per_window.")));
 }
 
 /*

@@ -10,6 +10,7 @@
 /* GUCs */
 extern int	sw_query_timeout_ms;
 extern int	sw_max_windows_per_row;
+extern int	sw_max_groups_per_window;
 
 extern void sw_limits_define_gucs(void);
 extern void sw_query_timeout_enable(void);
@@ -20,6 +21,7 @@ extern void sw_spi_exec_bounded(const char *what, const char *sql, int nargs,
 								Oid *types, Datum *values, const char *nulls,
 								int expected);
 extern void sw_check_windows_per_row(int64 hop_us, int64 size_us);
+extern void sw_check_groups_per_window(const char *query, int64 groups);
 extern void sw_check_statement_privileges(const char *sql, int nparams,
 										  const Oid *types);
 

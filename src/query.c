@@ -1096,7 +1096,9 @@ window_statement(const SwQueryDef *def, int *nparams, const Oid **types)
 		*nparams = 4;
 		*types = pane_param_types;
 		return upsert_statement(def, select, NULL,
-								"SELECT pg_catalog.count(DISTINCT window_start), pg_catalog.count(*) FROM sw_ins");
+								"SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(sw_c.n), 0)::pg_catalog.int8,"
+								" coalesce(pg_catalog.max(sw_c.n), 0)"
+								" FROM (SELECT pg_catalog.count(*) AS n FROM sw_ins GROUP BY window_start) sw_c");
 	}
 	*nparams = 3;
 	*types = general_param_types;
@@ -1228,6 +1230,7 @@ sw_upsert_windows(const SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
 		sw_spi_exec(sql, 4, (Oid *) types, values, NULL, SPI_OK_SELECT);
 		*windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
 		*rows = DatumGetInt64(sw_spi_getdatum(0, 2, &isnull));
+		sw_check_groups_per_window(def->name, DatumGetInt64(sw_spi_getdatum(0, 3, &isnull)));
 	}
 	else
 	{
@@ -1246,6 +1249,7 @@ sw_upsert_windows(const SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
 			if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT)
 				elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
 			n = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+			sw_check_groups_per_window(def->name, n);
 			if (n > 0)
 				(*windows)++;
 			*rows += n;
