@@ -38,6 +38,8 @@ DELETE FROM pg WHERE v > 1000;
 -- processing reads what is left: 24..30, seven events
 SELECT streamwm.process('pg', now => to_timestamp(100));
 SELECT purged_rows, events FROM streamwm.streams WHERE stream = 'pg'::regclass;
+-- (pane plan: rows 18 and 19 were read, and so folded into window [10, 20),
+-- before they were purged; a read row counts in its windows)
 SELECT window_start, n, s FROM pg_q ORDER BY window_start;
 
 -- a role that may only delete is counted too (the count is streamwm's)

@@ -65,7 +65,10 @@ CREATE TABLE streamwm.query_def (
     errors          bigint NOT NULL DEFAULT 0,
     plan            text NOT NULL DEFAULT 'general'  -- 'pane' | 'general', decided at create_query
         CHECK (plan IN ('pane', 'general')),
-    reads           regclass[]          -- every relation the query reads (src/query_ddl.c)
+    reads           regclass[],         -- every relation the query reads (src/query_ddl.c)
+    pane_table      regclass,           -- pane plan: the partial aggregates per (pane, group)
+    pane_stamp      text,               -- what pane_table's contents were built with
+    folded_offsets  bigint[]            -- per partition: rows up to here are in pane_table
 );
 CREATE INDEX ON streamwm.query_def (stream);
 
@@ -620,6 +623,7 @@ CREATE FUNCTION streamwm._on_sql_drop() RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     gone oid[];
+    pane regclass;
 BEGIN
     SELECT array_agg(o.objid) INTO gone
       FROM pg_event_trigger_dropped_objects() o
@@ -629,6 +633,13 @@ BEGIN
         RETURN;
     END IF;
     DELETE FROM streamwm.late_event_log l WHERE l.stream::oid = ANY (gone);
+    -- the pane state of the stream's queries goes with them
+    FOR pane IN SELECT c.oid::regclass FROM streamwm.query_def q
+                  JOIN pg_class c ON c.oid = q.pane_table AND c.relowner = q.owner
+                 WHERE q.stream::oid = ANY (gone) AND NOT c.oid = ANY (gone)
+    LOOP
+        EXECUTE format('DROP TABLE IF EXISTS %s', pane);
+    END LOOP;
     DELETE FROM streamwm.query_def q WHERE q.stream::oid = ANY (gone);
     DELETE FROM streamwm.partition_state p WHERE p.stream::oid = ANY (gone);
     DELETE FROM streamwm.stream_def d WHERE d.stream::oid = ANY (gone);

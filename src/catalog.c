@@ -434,6 +434,37 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+
+/*
+ * Drop the pane tables (pane plan state, query.c) of the queries a WHERE
+ * clause of query_def selects ($1 of type argtype), as the current user:
+ * a pane table is a query's internal state and goes with the query.  Only
+ * tables still owned by the query's owner are dropped.
+ */
+static void
+drop_pane_tables(const char *where, Oid argtype, Datum arg)
+{
+	SwRoleContext cx;
+	List	   *tables = NIL;
+	ListCell   *lc;
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec(psprintf("SELECT c.oid FROM streamwm.query_def q"
+						 " JOIN pg_catalog.pg_class c ON c.oid = q.pane_table"
+						 " AND c.relowner = q.owner WHERE %s", where),
+				1, &argtype, &arg, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		tables = lappend_oid(tables, DatumGetObjectId(sw_spi_getdatum(i, 1, &isnull)));
+	}
+	sw_leave_role(&cx);
+	foreach(lc, tables)
+		sw_spi_exec(psprintf("DROP TABLE IF EXISTS %s", sw_relation_name(lfirst_oid(lc))),
+					0, NULL, NULL, NULL, SPI_OK_UTILITY);
+}
+
 /*
  * streamwm._unregister_stream(stream, cascade): removes a stream the caller
  * manages from the catalog (its queries too with cascade; without, an error
@@ -474,6 +505,9 @@ streamwm_unregister_stream(PG_FUNCTION_ARGS)
 				 errdetail_plural("%s reads it.", "%s read it.", (unsigned long) n, names.data),
 				 errhint("Use drop_stream(..., cascade => true) to drop the queries too (their result tables are kept).")));
 	}
+	sw_leave_role(&cx);
+	drop_pane_tables("q.stream = $1", OIDOID, values[0]);
+	sw_enter_catalog(&cx);
 	sw_spi_exec("DELETE FROM streamwm.late_event_log WHERE stream = $1",
 				1, types, values, NULL, SPI_OK_DELETE);
 	sw_spi_exec("DELETE FROM streamwm.query_def WHERE stream = $1",
@@ -592,6 +626,7 @@ streamwm_unregister_query(PG_FUNCTION_ARGS)
 				 errmsg("must be owner of query \"%s\"", name)));
 	/* the lock order of a step: the stream's catalog row first */
 	(void) sw_lookup_stream(stream, true, NULL, NULL);
+	drop_pane_tables("q.name = $1", TEXTOID, values[0]);
 	sw_enter_catalog(&cx);
 	sw_spi_exec("DELETE FROM streamwm.query_def WHERE name = $1",
 				1, types, values, NULL, SPI_OK_DELETE);

@@ -33,6 +33,8 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_class.h"
+#include "commands/defrem.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "common/keywords.h"
@@ -50,6 +52,7 @@
 #include "parser/scanner.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/varlena.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -641,39 +644,58 @@ interval_literal(int64 usec)
 }
 
 /*
- * The rows of stream sw_s a step may aggregate: processed (offset up to the
- * partition's processed offset, $2), seen by the query (after its start
- * offset, $1), not late, with an event time that can fall in a window
- * starting in ($3, $4].
- */
-static char *
-step_rows_condition(Oid relid, int64 size_us)
-{
-	return psprintf("sw_s.sw_offset > $1"
-					" AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
-					" AND sw_s.sw_event_time > $3 AND sw_s.sw_event_time < $4 + %s"
-					" AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
-					" WHERE sw_l.stream = '%u'::pg_catalog.oid"
-					" AND sw_l.partition = sw_s.sw_partition"
-					" AND sw_l.sw_offset = sw_s.sw_offset)",
-					interval_literal(size_us), relid);
-}
-
-/*
  * The pane plan.  For a query whose outputs are its GROUP BY columns and
  * calls of the built-in count, sum, min, max and avg of integers or numeric
  * (the decomposable aggregates), each row is aggregated once, into its pane
- * of width hop, by the user's own aggregate calls; a window then combines
- * its size/hop panes (a sum of counts and sums, a min of mins, a max of
- * maxes, a sum of sums over a sum of counts).  The cost per
- * row no longer grows with size/hop.  Returns NULL when the query does not
- * qualify; the general plan below then computes it.  Parameters and output
- * as for sw_window_select().
+ * [n*hop, (n+1)*hop), by the user's own aggregate calls, when a step first
+ * reads it ("fold"); the partial results live in the query's pane table,
+ * one row per (pane, group), committed with everything else.  A window
+ * that closes combines its size/hop panes from that table (a sum of counts
+ * and sums, a min of mins, a max of maxes, a sum of sums over a sum of
+ * counts), and panes no open window needs are deleted.  So each row costs
+ * one pane update, and a step's cost does not grow with size/hop.
+ *
+ * The fold's SELECT: parameters $1 the query's start offset, $2 each
+ * partition's processed offset, $3 closed_until - size (rows before it are
+ * in no open window), $4 each partition's folded offset (NULL: none);
+ * output sw_pane, the keys sw_k1.., the partials sw_a1...  The combine's
+ * SELECT (with %s for the pane table): $3/$4 the range of window starts;
+ * output window_start, window_end, the query's columns.  Returns NULL when
+ * the query does not qualify; the general plan then computes it.
  */
-static char *
+typedef struct PanePlan
+{
+	char	   *fold_select;
+	char	   *columns;		/* sw_pane, sw_k1, .., sw_a1, .. */
+	char	   *conflict;		/* sw_pane, sw_k1, .. */
+	char	   *merge;			/* sw_a1 = <sw_t.sw_a1 merged with EXCLUDED.sw_a1>, .. */
+	char	   *combine_select; /* with %s for the pane table */
+} PanePlan;
+
+/* How a partial of each kind merges with another (ON CONFLICT of the fold). */
+static void
+append_merge(StringInfo merge, const char *kind, int n)
+{
+	if (merge->len > 0)
+		appendStringInfoString(merge, ", ");
+	if (strcmp(kind, "count") == 0)
+		appendStringInfo(merge, "sw_a%d = sw_t.sw_a%d + EXCLUDED.sw_a%d", n, n, n);
+	else if (strcmp(kind, "sum") == 0)
+		appendStringInfo(merge, "sw_a%d = (SELECT pg_catalog.sum(sw_x) FROM (VALUES (sw_t.sw_a%d),"
+						 " (EXCLUDED.sw_a%d)) sw_v(sw_x))", n, n, n);
+	else if (strcmp(kind, "min") == 0)
+		appendStringInfo(merge, "sw_a%d = LEAST(sw_t.sw_a%d, EXCLUDED.sw_a%d)", n, n, n);
+	else
+		appendStringInfo(merge, "sw_a%d = GREATEST(sw_t.sw_a%d, EXCLUDED.sw_a%d)", n, n, n);
+}
+
+static PanePlan *
 pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
 				   int64 hop_us, int64 size_us)
 {
+	PanePlan   *plan;
+	StringInfoData merge;
+	StringInfoData conflict;
 	SelectStmt *s = pq->select;
 	Query	   *q;
 	ListCell   *lc;
@@ -710,6 +732,9 @@ pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
 	initStringInfo(&outer);
 	initStringInfo(&keys);
 	initStringInfo(&cols);
+	initStringInfo(&merge);
+	initStringInfo(&conflict);
+	appendStringInfoString(&conflict, "sw_pane");
 	appendStringInfo(&inner, "SELECT %s.sw_pane", alias);
 	appendStringInfo(&outer, "SELECT sw_w.ws, sw_w.ws + %s", interval_literal(size_us));
 
@@ -728,6 +753,7 @@ pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
 			appendStringInfo(&inner, ", %.*s", name_end(pq->text, from) - from,
 							 pq->text + from);
 			appendStringInfo(&cols, ", sw_k%d", nkeys);
+			appendStringInfo(&conflict, ", sw_k%d", nkeys);
 			appendStringInfo(&keys, ", sw_p.sw_k%d", nkeys);
 			appendStringInfo(&outer, ", sw_p.sw_k%d", nkeys);
 		}
@@ -764,6 +790,8 @@ pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
 								 (int) (call_end - 1 - (lparen + 1 - pq->text)), lparen + 1,
 								 (int) (call_end - 1 - (lparen + 1 - pq->text)), lparen + 1);
 				appendStringInfo(&cols, ", sw_a%d, sw_a%d", naggs - 1, naggs);
+				append_merge(&merge, "sum", naggs - 1);
+				append_merge(&merge, "count", naggs);
 				appendStringInfo(&outer,
 								 ", pg_catalog.sum(sw_p.sw_a%d)::pg_catalog.numeric"
 								 " / NULLIF(pg_catalog.sum(sw_p.sw_a%d), 0)::pg_catalog.numeric",
@@ -781,6 +809,7 @@ pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
 			else
 				return NULL;
 			naggs++;
+			append_merge(&merge, name, naggs);
 			appendStringInfo(&inner, ", %.*s",
 							 scan_top_level(pq->text, from, pq->end, NULL, 0, true) - from,
 							 pq->text + from);
@@ -792,12 +821,24 @@ pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
 			return NULL;
 	}
 
-	/* FROM: the stream's processed, non-late rows with their pane */
+	/*
+	 * FROM: the rows a step has read and the query has not folded yet (by
+	 * offset, per partition, on the stream's primary key), not late, in a
+	 * window still open, each with its pane
+	 */
 	appendStringInfo(&inner,
 					 " FROM (SELECT sw_s.*, streamwm.window_start(sw_s.sw_event_time, %s) AS sw_pane"
-					 " FROM ONLY %s sw_s WHERE %s) AS %s",
-					 interval_literal(hop_us), sw_relation_name(relid),
-					 step_rows_condition(relid, size_us), alias);
+					 " FROM pg_catalog.unnest($2::pg_catalog.int8[]) WITH ORDINALITY AS sw_o(done, n)"
+					 " CROSS JOIN LATERAL (SELECT sw_r.* FROM ONLY %s sw_r"
+					 " WHERE sw_r.sw_partition = (sw_o.n - 1)::pg_catalog.int4"
+					 " AND sw_r.sw_offset > GREATEST($1, coalesce(($4::pg_catalog.int8[])[sw_o.n], 0))"
+					 " AND sw_r.sw_offset <= sw_o.done) sw_s"
+					 " WHERE sw_s.sw_event_time > $3"
+					 " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
+					 " WHERE sw_l.stream = '%u'::pg_catalog.oid"
+					 " AND sw_l.partition = sw_s.sw_partition"
+					 " AND sw_l.sw_offset = sw_s.sw_offset)) AS %s",
+					 interval_literal(hop_us), sw_relation_name(relid), relid, alias);
 	/* the user's WHERE, as written */
 	where = scan_top_level(pq->text, rv_end, pq->end, where_word, 1, false);
 	if (where < pq->end && pq->text[where] != ';')
@@ -813,14 +854,21 @@ pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
 		appendStringInfo(&inner, ", %d", i + 2);
 
 	appendStringInfo(&outer,
-					 " FROM (%s) AS sw_p(sw_pane%s)"
+					 " FROM %%s AS sw_p"
 					 " CROSS JOIN LATERAL pg_catalog.generate_series(sw_p.sw_pane - %s,"
 					 " sw_p.sw_pane, %s) AS sw_w(ws)"
-					 " WHERE sw_w.ws > $3 AND sw_w.ws <= $4"
+					 " WHERE sw_p.sw_pane > $3 AND sw_p.sw_pane < $4 + %s"
+					 " AND sw_w.ws > $3 AND sw_w.ws <= $4"
 					 " GROUP BY sw_w.ws%s",
-					 inner.data, cols.data, interval_literal(size_us - hop_us),
-					 interval_literal(hop_us), keys.data);
-	return outer.data;
+					 interval_literal(size_us - hop_us), interval_literal(hop_us),
+					 interval_literal(size_us), keys.data);
+	plan = palloc(sizeof(PanePlan));
+	plan->fold_select = inner.data;
+	plan->columns = psprintf("sw_pane%s", cols.data);
+	plan->conflict = conflict.data;
+	plan->merge = merge.data;
+	plan->combine_select = outer.data;
+	return plan;
 }
 
 /*
@@ -990,12 +1038,8 @@ general_window_select(Oid relid, const char *query, int64 size_us)
 	return sql;
 }
 
-/*
- * Does the query qualify for the pane plan?  Then its SELECT (parameters as
- * for sw_upsert_windows: $1 start offset, $2 offsets, $3/$4 the range of
- * window starts), else NULL.
- */
-static char *
+/* Does the query qualify for the pane plan?  Then its statements, else NULL. */
+static PanePlan *
 pane_select(Oid relid, const char *query, int64 hop_us, int64 size_us)
 {
 	ParsedQuery pq;
@@ -1079,23 +1123,167 @@ upsert_statement(const SwQueryDef *def, const char *select, const char *window_s
 static const Oid pane_param_types[4] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 static const Oid general_param_types[3] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID};
 
+/* The pane plan of a query recorded with it; an error if it no longer qualifies. */
+static PanePlan *
+pane_plan_of(const SwQueryDef *def)
+{
+	PanePlan   *pp = pane_select(def->stream, def->query, def->hop_us, def->size_us);
+
+	if (pp == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("query \"%s\" no longer qualifies for the pane plan it was created with",
+						def->name),
+				 errhint("Drop and create the query again.")));
+	return pp;
+}
+
+/* What a pane table's contents depend on: the server version and its file. */
+static char *
+pane_stamp(Oid pane_table)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(pane_table));
+	Oid			filenode;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", pane_table);
+	filenode = ((Form_pg_class) GETSTRUCT(tup))->relfilenode;
+	ReleaseSysCache(tup);
+	return psprintf("%d:%u", PG_VERSION_NUM, filenode);
+}
+
+/*
+ * Make sure the query's pane table is there and valid, as the query's owner
+ * (the current user).  Pane state is a cache of the retained rows: when the
+ * table is missing (dropped, never made), or its stamp does not match (it
+ * was truncated, restored, or the server upgraded), it is made or emptied
+ * and *rebuild is set: the fold then reads every retained row of the open
+ * windows again (rows are kept until every window that needs them closed).
+ */
+static void
+ensure_pane_table(SwQueryDef *def, PanePlan *pp, bool *rebuild)
+{
+	*rebuild = false;
+	if (OidIsValid(def->pane_table))
+	{
+		char	   *stamp = pane_stamp(def->pane_table);
+
+		if (def->pane_stamp != NULL && strcmp(stamp, def->pane_stamp) == 0)
+			return;
+		sw_spi_exec(psprintf("TRUNCATE %s", sw_relation_name(def->pane_table)),
+					0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	}
+	else
+	{
+		Oid			types[4] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID};
+		Datum		values[4] = {Int64GetDatum(0), PointerGetDatum(construct_empty_array(INT8OID)),
+		TimestampTzGetDatum(DT_NOEND), (Datum) 0};
+		TupleDesc	desc;
+		StringInfoData sql;
+		Oid			nsp = get_rel_namespace(def->result_table);
+		char	   *name;
+
+		if (!OidIsValid(def->result_table))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("result table %s of query \"%s\" does not exist",
+							def->result_name, def->name)));
+		/* the partials' types, as PostgreSQL derives them */
+		sw_spi_exec(psprintf("SELECT * FROM (%s) sw_f LIMIT 0", pp->fold_select),
+					4, types, values, "   n", SPI_OK_SELECT);
+		desc = SPI_tuptable->tupdesc;
+		name = ChooseRelationName(get_rel_name(def->result_table), NULL, "panes", nsp, false);
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "CREATE TABLE %s (",
+						 quote_qualified_identifier(get_namespace_name(nsp), name));
+		{
+			/* the fold's output columns, in order, are named in pp->columns */
+			List	   *names = NIL;
+
+			if (!SplitIdentifierString(pstrdup(pp->columns), ',', &names) ||
+				list_length(names) != desc->natts)
+				elog(ERROR, "pane columns \"%s\" do not match the fold", pp->columns);
+			for (int i = 0; i < desc->natts; i++)
+			{
+				Form_pg_attribute att = TupleDescAttr(desc, i);
+
+				appendStringInfo(&sql, "%s%s %s", i > 0 ? ", " : "",
+								 quote_identifier((char *) list_nth(names, i)),
+								 format_type_with_typemod(att->atttypid, att->atttypmod));
+			}
+		}
+		appendStringInfo(&sql, ", UNIQUE NULLS NOT DISTINCT (%s))", pp->conflict);
+		sw_spi_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+		sw_spi_exec(psprintf("COMMENT ON TABLE %s IS %s",
+							 quote_qualified_identifier(get_namespace_name(nsp), name),
+							 quote_literal_cstr(psprintf("streamwm: pane state of query %s (a cache; "
+														 "rebuilt from the stream when emptied or dropped)",
+														 def->name))),
+					0, NULL, NULL, NULL, SPI_OK_UTILITY);
+		CommandCounterIncrement();
+		def->pane_table = get_relname_relid(name, nsp);
+	}
+	CommandCounterIncrement();
+	*rebuild = true;
+}
+
+/*
+ * Fold the rows a step read into the query's panes, then record how far it
+ * folded (and the pane table and its stamp) in the catalog.
+ */
+static void
+fold_panes(SwQueryDef *def, PanePlan *pp, Datum offsets, TimestampTz lo)
+{
+	Oid			types[4] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	bool		rebuild;
+	char	   *sql;
+	SwRoleContext cx;
+	Oid			ctypes[4] = {TEXTOID, OIDOID, TEXTOID, INT8ARRAYOID};
+	Datum		cvalues[4];
+
+	ensure_pane_table(def, pp, &rebuild);
+	sql = psprintf("INSERT INTO %s AS sw_t (%s) %s ON CONFLICT (%s) DO %s%s",
+				   sw_relation_name(def->pane_table), pp->columns, pp->fold_select,
+				   pp->conflict, pp->merge[0] ? "UPDATE SET " : "NOTHING", pp->merge);
+	sw_check_statement_privileges(sql, 4, types);
+	values[0] = Int64GetDatum(def->start_offset);
+	values[1] = offsets;
+	values[2] = TimestampTzGetDatum(lo);
+	if (rebuild || def->folded_offsets == (Datum) 0)
+		nulls[3] = 'n';
+	else
+		values[3] = def->folded_offsets;
+	sw_spi_exec(sql, 4, types, values, nulls, SPI_OK_INSERT);
+
+	cvalues[0] = CStringGetTextDatum(def->name);
+	cvalues[1] = ObjectIdGetDatum(def->pane_table);
+	cvalues[2] = CStringGetTextDatum(pane_stamp(def->pane_table));
+	cvalues[3] = offsets;
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.query_def SET pane_table = $2, pane_stamp = $3,"
+				" folded_offsets = $4 WHERE name = $1",
+				4, ctypes, cvalues, NULL, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
+	def->folded_offsets = offsets;
+}
+
 /* The statement a step runs for a query, and its parameters. */
 static char *
 window_statement(const SwQueryDef *def, int *nparams, const Oid **types)
 {
 	if (def->pane)
 	{
-		char	   *select = pane_select(def->stream, def->query, def->hop_us, def->size_us);
+		PanePlan   *pp = pane_plan_of(def);
 
-		if (select == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("query \"%s\" no longer qualifies for the pane plan it was created with",
-							def->name),
-					 errhint("Drop and create the query again.")));
 		*nparams = 4;
 		*types = pane_param_types;
-		return upsert_statement(def, select, NULL,
+		if (!OidIsValid(def->pane_table))
+			elog(ERROR, "query \"%s\" has no pane table", def->name);
+		return upsert_statement(def, psprintf(pp->combine_select,
+											  sw_relation_name(def->pane_table)),
+								NULL,
 								"SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(sw_c.n), 0)::pg_catalog.int8,"
 								" coalesce(pg_catalog.max(sw_c.n), 0)"
 								" FROM (SELECT pg_catalog.count(*) AS n FROM sw_ins GROUP BY window_start) sw_c");
@@ -1207,13 +1395,17 @@ windows_with_rows(const SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
  * query's owner).  Returns the windows that produced rows and the rows.
  */
 void
-sw_upsert_windows(const SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi,
+sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi,
 				  int64 *windows, int64 *rows)
 {
 	int			nparams;
 	const Oid  *types;
-	char	   *sql = window_statement(def, &nparams, &types);
+	char	   *sql;
 	bool		isnull;
+
+	if (def->pane)
+		fold_panes(def, pane_plan_of(def), offsets, lo);
+	sql = window_statement(def, &nparams, &types);
 
 	/* privileges before planning: see sw_check_statement_privileges */
 	sw_check_statement_privileges(sql, nparams, types);
@@ -1231,6 +1423,14 @@ sw_upsert_windows(const SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
 		*windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
 		*rows = DatumGetInt64(sw_spi_getdatum(0, 2, &isnull));
 		sw_check_groups_per_window(def->name, DatumGetInt64(sw_spi_getdatum(0, 3, &isnull)));
+		/* panes no open window needs: every window containing them closed */
+		{
+			Oid			tz = TIMESTAMPTZOID;
+
+			sw_spi_exec(psprintf("DELETE FROM %s WHERE sw_pane <= $1",
+								 sw_relation_name(def->pane_table)),
+						1, &tz, &values[3], NULL, SPI_OK_DELETE);
+		}
 	}
 	else
 	{
@@ -1301,6 +1501,7 @@ sw_load_query(const char *name)
 	Datum		values[1];
 	SwQueryDef *def;
 	bool		isnull;
+	Datum		d;
 
 	values[0] = CStringGetTextDatum(name);
 	sw_spi_exec("SELECT stream, query, hop, size,"
@@ -1309,7 +1510,9 @@ sw_load_query(const char *name)
 				"   WHERE c.oid = pg_catalog.to_regclass(result_name) AND c.relowner = owner),"
 				" 0::pg_catalog.oid),"
 				" start_offset, search_path, owner, closed_until, errors,"
-				" coalesce(last_error_time, '-infinity'), result_name, plan"
+				" coalesce(last_error_time, '-infinity'), result_name, plan,"
+				" coalesce((SELECT c.oid FROM pg_catalog.pg_class c WHERE c.oid = pane_table),"
+				" 0::pg_catalog.oid), pane_stamp, folded_offsets"
 				" FROM streamwm.query_def WHERE name = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -1329,6 +1532,11 @@ sw_load_query(const char *name)
 	def->last_error_time = DatumGetTimestampTz(sw_spi_getdatum(0, 11, &isnull));
 	def->result_name = TextDatumGetCString(sw_spi_getdatum(0, 12, &isnull));
 	def->pane = strcmp(TextDatumGetCString(sw_spi_getdatum(0, 13, &isnull)), "pane") == 0;
+	def->pane_table = DatumGetObjectId(sw_spi_getdatum(0, 14, &isnull));
+	d = sw_spi_getdatum(0, 15, &isnull);
+	def->pane_stamp = isnull ? NULL : TextDatumGetCString(d);
+	d = sw_spi_getdatum(0, 16, &isnull);
+	def->folded_offsets = isnull ? (Datum) 0 : SPI_datumTransfer(d, false, -1);
 	return def;
 }
 
@@ -1367,6 +1575,10 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 		int			nparams;
 		const Oid  *types;
 
+		/* the pane plan's state table is made now, as the query's owner */
+		if (def->pane)
+			fold_panes(def, pane_plan_of(def), PointerGetDatum(construct_empty_array(INT8OID)),
+					   DT_NOEND);
 		sql = window_statement(def, &nparams, &types);
 		/* before planning, which may run the query's IMMUTABLE functions */
 		sw_check_statement_privileges(sql, nparams, types);

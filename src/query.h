@@ -34,12 +34,15 @@ typedef struct SwQueryDef
 	int64		errors;			/* consecutive failures */
 	TimestampTz last_error_time;	/* DT_NOBEGIN if none */
 	bool		pane;			/* the pane plan, else the general plan */
+	Oid			pane_table;		/* pane plan: its pane state, InvalidOid if none */
+	char	   *pane_stamp;		/* what the pane state was built with */
+	Datum		folded_offsets; /* int8[]: per partition, how far it is folded; 0 if none */
 } SwQueryDef;
 
 extern List *sw_query_columns(Oid relid, const char *query);
 extern const char *sw_choose_plan(Oid relid, const char *query, int64 hop_us,
 								  int64 size_us);
-extern void sw_upsert_windows(const SwQueryDef *def, Datum offsets, TimestampTz lo,
+extern void sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo,
 							  TimestampTz hi, int64 *windows, int64 *rows);
 extern SwQueryDef *sw_load_query(const char *name);
 extern Query *sw_analyze_bound_query(const char *query);
