@@ -853,15 +853,22 @@ pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
 	for (int i = 0; i < nkeys; i++)
 		appendStringInfo(&inner, ", %d", i + 2);
 
+	/*
+	 * Each pane of the range expands only to the closing windows that
+	 * contain it (window starts are aligned: the first after $3, the last
+	 * at or before $4), so a step reads each needed pane row once per
+	 * closing window, never size/hop times.
+	 */
 	appendStringInfo(&outer,
 					 " FROM %%s AS sw_p"
-					 " CROSS JOIN LATERAL pg_catalog.generate_series(sw_p.sw_pane - %s,"
-					 " sw_p.sw_pane, %s) AS sw_w(ws)"
+					 " CROSS JOIN LATERAL pg_catalog.generate_series("
+					 "GREATEST(sw_p.sw_pane - %s, streamwm.window_start($3, %s) + %s),"
+					 " LEAST(sw_p.sw_pane, streamwm.window_start($4, %s)), %s) AS sw_w(ws)"
 					 " WHERE sw_p.sw_pane > $3 AND sw_p.sw_pane < $4 + %s"
-					 " AND sw_w.ws > $3 AND sw_w.ws <= $4"
 					 " GROUP BY sw_w.ws%s",
 					 interval_literal(size_us - hop_us), interval_literal(hop_us),
-					 interval_literal(size_us), keys.data);
+					 interval_literal(hop_us), interval_literal(hop_us),
+					 interval_literal(hop_us), interval_literal(size_us), keys.data);
 	plan = palloc(sizeof(PanePlan));
 	plan->fold_select = inner.data;
 	plan->columns = psprintf("sw_pane%s", cols.data);
