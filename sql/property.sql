@@ -27,7 +27,7 @@ BEGIN
     np := 1 + floor(random() * 4)::int;
     delay := floor(random() * 6) * 1000;
     hop := (ARRAY[1, 2, 3, 5])[1 + floor(random() * 4)::int];
-    size := hop * (ARRAY[1, 2, 3, 4])[1 + floor(random() * 4)::int];
+    size := hop * (ARRAY[1, 2, 5, 60])[1 + floor(random() * 4)::int];
     n := 100 + floor(random() * 200)::int;
     partitions := np;
     events := n;
