@@ -863,8 +863,8 @@ pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
 					 " FROM %%s AS sw_p"
 					 " CROSS JOIN LATERAL pg_catalog.generate_series("
 					 "GREATEST(sw_p.sw_pane - %s, streamwm.window_start($3, %s) + %s),"
-					 " LEAST(sw_p.sw_pane, streamwm.window_start($4, %s)), %s) AS sw_w(ws)"
-					 " WHERE sw_p.sw_pane > $3 AND sw_p.sw_pane < $4 + %s"
+					 " LEAST(sw_p.sw_pane, streamwm.window_start($5, %s)), %s) AS sw_w(ws)"
+					 " WHERE sw_p.sw_pane > $3 AND sw_p.sw_pane < $5 + %s"
 					 " GROUP BY sw_w.ws%s",
 					 interval_literal(size_us - hop_us), interval_literal(hop_us),
 					 interval_literal(hop_us), interval_literal(hop_us),
@@ -1080,8 +1080,8 @@ sw_choose_plan(Oid relid, const char *query, int64 hop_us, int64 size_us)
 
 /* The upsert of a query's rows: "INSERT ... <select> ON CONFLICT ...". */
 static char *
-upsert_statement(const SwQueryDef *def, const char *select, const char *window_start,
-				 const char *result)
+upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
+				 const char *window_start, const char *result)
 {
 	List	   *cols;
 	StringInfoData sql;
@@ -1101,8 +1101,8 @@ upsert_statement(const SwQueryDef *def, const char *select, const char *window_s
 	initStringInfo(&sets);
 	appendStringInfoString(&keys, "window_start");
 	appendStringInfoString(&sets, "window_end = EXCLUDED.window_end");
-	appendStringInfo(&sql, "WITH sw_ins AS (INSERT INTO %s AS sw_r (window_start, window_end",
-					 sw_relation_name(def->result_table));
+	appendStringInfo(&sql, "WITH %ssw_ins AS (INSERT INTO %s AS sw_r (window_start, window_end",
+					 ctes ? ctes : "", sw_relation_name(def->result_table));
 	foreach(lc, cols)
 	{
 		SwOutputColumn *col = lfirst(lc);
@@ -1127,7 +1127,8 @@ upsert_statement(const SwQueryDef *def, const char *select, const char *window_s
 }
 
 /* The parameter types of the pane plan's statement and of the general plan's. */
-static const Oid pane_param_types[4] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+static const Oid pane_param_types[5] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
+TIMESTAMPTZOID};
 static const Oid general_param_types[3] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID};
 
 /* The pane plan of a query recorded with it; an error if it no longer qualifies. */
@@ -1235,45 +1236,30 @@ ensure_pane_table(SwQueryDef *def, PanePlan *pp, bool *rebuild)
 }
 
 /*
- * Fold the rows a step read into the query's panes, then record how far it
- * folded (and the pane table and its stamp) in the catalog.
+ * Record in the catalog the query's pane table, its stamp, and how far the
+ * step folded (NULL: not at all).
  */
 static void
-fold_panes(SwQueryDef *def, PanePlan *pp, Datum offsets, TimestampTz lo)
+record_panes(SwQueryDef *def, Datum folded)
 {
-	Oid			types[4] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID};
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', ' '};
-	bool		rebuild;
-	char	   *sql;
 	SwRoleContext cx;
 	Oid			ctypes[4] = {TEXTOID, OIDOID, TEXTOID, INT8ARRAYOID};
 	Datum		cvalues[4];
-
-	ensure_pane_table(def, pp, &rebuild);
-	sql = psprintf("INSERT INTO %s AS sw_t (%s) %s ON CONFLICT (%s) DO %s%s",
-				   sw_relation_name(def->pane_table), pp->columns, pp->fold_select,
-				   pp->conflict, pp->merge[0] ? "UPDATE SET " : "NOTHING", pp->merge);
-	sw_check_statement_privileges(sql, 4, types);
-	values[0] = Int64GetDatum(def->start_offset);
-	values[1] = offsets;
-	values[2] = TimestampTzGetDatum(lo);
-	if (rebuild || def->folded_offsets == (Datum) 0)
-		nulls[3] = 'n';
-	else
-		values[3] = def->folded_offsets;
-	sw_spi_exec(sql, 4, types, values, nulls, SPI_OK_INSERT);
+	char		cnulls[4] = {' ', ' ', ' ', ' '};
 
 	cvalues[0] = CStringGetTextDatum(def->name);
 	cvalues[1] = ObjectIdGetDatum(def->pane_table);
 	cvalues[2] = CStringGetTextDatum(pane_stamp(def->pane_table));
-	cvalues[3] = offsets;
+	cvalues[3] = folded;
+	if (folded == (Datum) 0)
+		cnulls[3] = 'n';
 	sw_enter_catalog(&cx);
 	sw_spi_exec("UPDATE streamwm.query_def SET pane_table = $2, pane_stamp = $3,"
 				" folded_offsets = $4 WHERE name = $1",
-				4, ctypes, cvalues, NULL, SPI_OK_UPDATE);
+				4, ctypes, cvalues, cnulls, SPI_OK_UPDATE);
 	sw_leave_role(&cx);
-	def->folded_offsets = offsets;
+	def->folded_offsets = folded;
+	def->pane_stamp = TextDatumGetCString(cvalues[2]);
 }
 
 /* The statement a step runs for a query, and its parameters. */
@@ -1282,14 +1268,34 @@ window_statement(const SwQueryDef *def, int *nparams, const Oid **types)
 {
 	if (def->pane)
 	{
+		/*
+		 * One statement: fold the step's new rows (sw_fresh); keep the
+		 * partials of panes that windows still open after this step need
+		 * (sw_pane > $5), merged into the pane table; combine every closing
+		 * window from the pane table's rows and the fresh ones (the
+		 * statement's snapshot does not see what sw_keep writes, so nothing
+		 * counts twice); upsert the results.  Parameters: $1 start offset,
+		 * $2 processed offsets, $3 lo (closed_until - size), $4 folded
+		 * offsets (NULL: none), $5 hi (W - size).
+		 */
 		PanePlan   *pp = pane_plan_of(def);
+		char	   *panes;
+		char	   *ctes;
 
-		*nparams = 4;
+		*nparams = 5;
 		*types = pane_param_types;
 		if (!OidIsValid(def->pane_table))
 			elog(ERROR, "query \"%s\" has no pane table", def->name);
-		return upsert_statement(def, psprintf(pp->combine_select,
-											  sw_relation_name(def->pane_table)),
+		panes = sw_relation_name(def->pane_table);
+		ctes = psprintf("sw_fresh(%s) AS (%s), sw_keep AS (INSERT INTO %s AS sw_t (%s)"
+						" SELECT * FROM sw_fresh WHERE sw_fresh.sw_pane > $5"
+						" ON CONFLICT (%s) DO %s%s RETURNING 1), ",
+						pp->columns, pp->fold_select, panes, pp->columns, pp->conflict,
+						pp->merge[0] ? "UPDATE SET " : "NOTHING", pp->merge);
+		return upsert_statement(def, ctes,
+								psprintf(pp->combine_select,
+										 psprintf("(SELECT %s FROM %s UNION ALL SELECT %s FROM sw_fresh)",
+												  pp->columns, panes, pp->columns)),
 								NULL,
 								"SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(sw_c.n), 0)::pg_catalog.int8,"
 								" coalesce(pg_catalog.max(sw_c.n), 0)"
@@ -1297,7 +1303,7 @@ window_statement(const SwQueryDef *def, int *nparams, const Oid **types)
 	}
 	*nparams = 3;
 	*types = general_param_types;
-	return upsert_statement(def, general_window_select(def->stream, def->query, def->size_us),
+	return upsert_statement(def, NULL, general_window_select(def->stream, def->query, def->size_us),
 							"$3", "SELECT pg_catalog.count(*) FROM sw_ins");
 }
 
@@ -1410,8 +1416,10 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 	char	   *sql;
 	bool		isnull;
 
+	bool		rebuild = false;
+
 	if (def->pane)
-		fold_panes(def, pane_plan_of(def), offsets, lo);
+		ensure_pane_table(def, pane_plan_of(def), &rebuild);
 	sql = window_statement(def, &nparams, &types);
 
 	/* privileges before planning: see sw_check_statement_privileges */
@@ -1420,13 +1428,18 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 	*rows = 0;
 	if (def->pane)
 	{
-		Datum		values[4];
+		Datum		values[5];
+		char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 
 		values[0] = Int64GetDatum(def->start_offset);
 		values[1] = offsets;
 		values[2] = TimestampTzGetDatum(lo);
-		values[3] = TimestampTzGetDatum(hi);
-		sw_spi_exec(sql, 4, (Oid *) types, values, NULL, SPI_OK_SELECT);
+		if (rebuild || def->folded_offsets == (Datum) 0)
+			nulls[3] = 'n';
+		else
+			values[3] = def->folded_offsets;
+		values[4] = TimestampTzGetDatum(hi);
+		sw_spi_exec(sql, 5, (Oid *) types, values, nulls, SPI_OK_SELECT);
 		*windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
 		*rows = DatumGetInt64(sw_spi_getdatum(0, 2, &isnull));
 		sw_check_groups_per_window(def->name, DatumGetInt64(sw_spi_getdatum(0, 3, &isnull)));
@@ -1436,8 +1449,9 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 
 			sw_spi_exec(psprintf("DELETE FROM %s WHERE sw_pane <= $1",
 								 sw_relation_name(def->pane_table)),
-						1, &tz, &values[3], NULL, SPI_OK_DELETE);
+						1, &tz, &values[4], NULL, SPI_OK_DELETE);
 		}
+		record_panes(def, offsets);
 	}
 	else
 	{
@@ -1559,7 +1573,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	SwRoleContext cx;
 	SPIPlanPtr	plan;
 	char	   *sql;
-	Datum		values[4];
+	Datum		values[5];
 	MemoryContext cxt = CurrentMemoryContext;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -1584,8 +1598,12 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 
 		/* the pane plan's state table is made now, as the query's owner */
 		if (def->pane)
-			fold_panes(def, pane_plan_of(def), PointerGetDatum(construct_empty_array(INT8OID)),
-					   DT_NOEND);
+		{
+			bool		rebuild;
+
+			ensure_pane_table(def, pane_plan_of(def), &rebuild);
+			record_panes(def, (Datum) 0);
+		}
 		sql = window_statement(def, &nparams, &types);
 		/* before planning, which may run the query's IMMUTABLE functions */
 		sw_check_statement_privileges(sql, nparams, types);
@@ -1601,8 +1619,9 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 		values[0] = Int64GetDatum(0);
 		values[1] = PointerGetDatum(construct_empty_array(INT8OID));
 		values[2] = TimestampTzGetDatum(DT_NOBEGIN);
-		values[3] = TimestampTzGetDatum(DT_NOBEGIN);
-		if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT)
+		values[3] = def->pane ? (Datum) 0 : TimestampTzGetDatum(DT_NOBEGIN);
+		values[4] = TimestampTzGetDatum(DT_NOBEGIN);
+		if (SPI_execute_plan(plan, values, def->pane ? "   n " : NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not run window query \"%s\"", name);
 	}
 	PG_CATCH();
