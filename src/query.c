@@ -1439,7 +1439,8 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 		else
 			values[3] = def->folded_offsets;
 		values[4] = TimestampTzGetDatum(hi);
-		sw_spi_exec(sql, 5, (Oid *) types, values, nulls, SPI_OK_SELECT);
+		if (SPI_execute_plan(kept_plan(sql, nparams, types), values, nulls, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
 		*windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
 		*rows = DatumGetInt64(sw_spi_getdatum(0, 2, &isnull));
 		sw_check_groups_per_window(def->name, DatumGetInt64(sw_spi_getdatum(0, 3, &isnull)));
