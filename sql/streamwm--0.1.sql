@@ -120,6 +120,15 @@ SELECT pg_catalog.pg_extension_config_dump('streamwm.partition_state', '');
 SELECT pg_catalog.pg_extension_config_dump('streamwm.query_def', '');
 SELECT pg_catalog.pg_extension_config_dump('streamwm.late_event_log', '');
 
+-- The background worker caches its schedule (the streams and their
+-- granularity); a change of either invalidates stream_def's relcache entry
+-- at commit, which tells the worker to read it again (src/worker.c).
+CREATE FUNCTION streamwm._schedule_changed() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'streamwm_schedule_changed' LANGUAGE C;
+CREATE TRIGGER schedule_changed
+    AFTER INSERT OR UPDATE OF granularity OR DELETE OR TRUNCATE ON streamwm.stream_def
+    FOR EACH STATEMENT EXECUTE FUNCTION streamwm._schedule_changed();
+
 /* ---------------------------------------------------------------------
  * C entry points
  * --------------------------------------------------------------------- */

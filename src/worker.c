@@ -28,6 +28,17 @@
  * for good), and it says in the log, at most once a minute per stream,
  * when a stream is skipped because another transaction holds it.
  *
+ * The schedule (the streams and their granularity) is cached in the
+ * worker's hash table and read again only when it is stale, as pg_cron's
+ * job cache is: the statement trigger schedule_changed on
+ * streamwm.stream_def (INSERT, UPDATE OF granularity, DELETE, TRUNCATE)
+ * invalidates stream_def's relcache entry at commit, and the worker's
+ * relcache callback marks the schedule stale (so does a relcache reset, and
+ * a failed step).  Dropping the extension drops stream_def, which is such
+ * an invalidation too; besides, an idle worker checks every
+ * SW_EXTENSION_CHECK_MS that the extension is still there.  A worker with
+ * nothing to do thus reads no catalog table.
+ *
  * Crashes: a worker that exits with an error is restarted by the postmaster
  * after streamwm.worker_restart_seconds; a SIGKILL makes the postmaster
  * reinitialise, after which the launcher starts everything again.
@@ -40,9 +51,11 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_database.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
 #include "commands/dbcommands.h"
 #include "commands/extension.h"
+#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -59,6 +72,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -70,6 +84,7 @@
 #include "worker.h"
 
 PG_FUNCTION_INFO_V1(streamwm_launch);
+PG_FUNCTION_INFO_V1(streamwm_schedule_changed);
 
 PGDLLEXPORT void streamwm_launcher_main(Datum arg);
 PGDLLEXPORT void streamwm_worker_main(Datum arg);
@@ -91,6 +106,8 @@ int			sw_max_workers = 8;
 #define SW_MAX_SLEEP_MS 1000L
 /* longest backoff after errors */
 #define SW_MAX_BACKOFF_MS 60000L
+/* how often a worker whose schedule is fresh checks that streamwm is there */
+#define SW_EXTENSION_CHECK_MS 10000L
 
 static bool
 library_preloaded(void)
@@ -377,6 +394,7 @@ streamwm_launcher_main(Datum arg)
 typedef struct StreamSchedule
 {
 	Oid			stream;			/* hash key */
+	int64		granularity_us; /* stream_def.granularity */
 	TimestampTz next_due;
 	int			failures;
 	bool		seen;
@@ -385,6 +403,42 @@ typedef struct StreamSchedule
 
 /* Per-tick memory of a database worker, reset at the top of each tick. */
 static MemoryContext tick_cxt = NULL;
+
+/*
+ * The schedule must be read again from streamwm.stream_def (whose OID is
+ * schedule_relid, InvalidOid until first read).  Set by the relcache
+ * callback, at start and after a failed step.
+ */
+static bool schedule_stale = true;
+static Oid	schedule_relid = InvalidOid;
+
+static void
+schedule_relcache_callback(Datum arg, Oid relid)
+{
+	/* InvalidOid: the whole relcache was reset, we may have missed ours */
+	if (!OidIsValid(relid) || relid == schedule_relid)
+		schedule_stale = true;
+}
+
+/*
+ * streamwm._schedule_changed(): statement trigger on streamwm.stream_def
+ * (INSERT, UPDATE OF granularity, DELETE, TRUNCATE).  Invalidates
+ * stream_def's relcache entry when the transaction commits, in every
+ * backend of the database, and so tells the worker that its schedule is
+ * stale (schedule_relcache_callback).
+ */
+Datum
+streamwm_schedule_changed(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("streamwm._schedule_changed() must be called as a trigger")));
+	CacheInvalidateRelcache(trigdata->tg_relation);
+	PG_RETURN_POINTER(NULL);
+}
 
 static void
 worker_start_transaction(const char *activity)
@@ -414,9 +468,22 @@ worker_commit(void)
 	pgstat_report_activity(STATE_IDLE, NULL);
 }
 
+/* Is streamwm still installed in this database? */
+static bool
+extension_installed(void)
+{
+	bool		present;
+
+	worker_start_transaction("streamwm: checking the extension");
+	present = OidIsValid(get_extension_oid("streamwm", true));
+	worker_commit();
+	return present;
+}
+
 /*
- * Refresh the schedule from streamwm.stream_def.  Returns false when the
- * extension is gone from this database.
+ * Read the schedule again from streamwm.stream_def: the streams and their
+ * granularity; a new stream is due at once, the others keep their next
+ * tick.  Returns false when the extension is gone from this database.
  */
 static bool
 refresh_schedule(HTAB *schedule, TimestampTz now)
@@ -426,10 +493,20 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 	bool		present;
 
 	worker_start_transaction("streamwm: reading streams");
+
+	/*
+	 * Starting the transaction ran the callbacks of every change committed
+	 * before our snapshot; a change we do not see yet marks us stale again.
+	 */
+	schedule_stale = false;
 	present = OidIsValid(get_extension_oid("streamwm", true));
 	if (present)
 	{
-		sw_spi_exec("SELECT stream FROM streamwm.stream_def", 0, NULL, NULL, NULL,
+		Oid			nsp = get_namespace_oid("streamwm", true);
+
+		schedule_relid = OidIsValid(nsp) ? get_relname_relid("stream_def", nsp) : InvalidOid;
+		sw_spi_exec("SELECT stream, (extract(epoch FROM granularity) * 1000000)::int8"
+					" FROM streamwm.stream_def", 0, NULL, NULL, NULL,
 					SPI_OK_SELECT);
 		hash_seq_init(&status, schedule);
 		while ((entry = hash_seq_search(&status)) != NULL)
@@ -440,6 +517,8 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 			Oid			relid = DatumGetObjectId(sw_spi_getdatum(i, 1, &isnull));
 			bool		found;
 
+			Datum		granularity = sw_spi_getdatum(i, 2, &isnull);
+
 			entry = hash_search(schedule, &relid, HASH_ENTER, &found);
 			if (!found)
 			{
@@ -447,6 +526,8 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 				entry->failures = 0;
 				entry->held_logged = DT_NOBEGIN;
 			}
+			entry->granularity_us = isnull ? USECS_PER_SEC :
+				Max(DatumGetInt64(granularity), 1);
 			entry->seen = true;
 		}
 		hash_seq_init(&status, schedule);
@@ -538,35 +619,29 @@ take_worker_lock(Oid dboid)
 }
 
 /*
- * One tick of one stream, in its own transaction.  Returns the granularity.
- * 'entry' is the stream's schedule entry (NULL if gone), for
- * report_held_stream().
+ * One tick of one stream, in its own transaction.  Returns false, having
+ * done nothing, when the schedule turned out stale as the transaction
+ * started (the stream may be gone): the caller reads it again first.
+ * 'entry' is the stream's schedule entry, for report_held_stream().
  */
-static int64
+static bool
 tick_stream(Oid relid, StreamSchedule *entry)
 {
 	char	   *name;
-	int64		granularity_us = USECS_PER_SEC;
-	Oid			types[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		ticked = false;
 
 	worker_start_transaction("streamwm: processing a stream");
-	name = get_rel_name(relid);
-	pgstat_report_activity(STATE_RUNNING,
-						   psprintf("streamwm: processing stream %s", name ? name : "?"));
-	sw_spi_exec("SELECT (extract(epoch FROM granularity) * 1000000)::int8"
-				" FROM streamwm.stream_def WHERE stream = $1",
-				1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 1)
+	if (!schedule_stale)
 	{
-		bool		isnull;
-
-		granularity_us = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+		name = get_rel_name(relid);
+		pgstat_report_activity(STATE_RUNNING,
+							   psprintf("streamwm: processing stream %s", name ? name : "?"));
 		if (sw_process_stream(relid, GetCurrentTimestamp(), true, sw_batch_size) < 0)
 			report_held_stream(relid, name, entry);
+		ticked = true;
 	}
 	worker_commit();
-	return granularity_us;
+	return ticked;
 }
 
 void
@@ -576,6 +651,7 @@ streamwm_worker_main(Datum arg)
 	HTAB	   *schedule;
 	HASHCTL		ctl;
 	bool		got_lock;
+	TimestampTz extension_checked;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -595,6 +671,9 @@ streamwm_worker_main(Datum arg)
 	schedule = hash_create("streamwm stream schedule", 16, &ctl, HASH_ELEM | HASH_BLOBS);
 	tick_cxt = AllocSetContextCreate(TopMemoryContext, "streamwm tick",
 									 ALLOCSET_DEFAULT_SIZES);
+	CacheRegisterRelcacheCallback(schedule_relcache_callback, (Datum) 0);
+	schedule_stale = true;
+	extension_checked = GetCurrentTimestamp();
 
 	for (;;)
 	{
@@ -606,16 +685,35 @@ streamwm_worker_main(Datum arg)
 		ListCell   *lc;
 		long		sleep_ms;
 
+		bool		present = true;
+
 		handle_interrupts();
 		MemoryContextReset(tick_cxt);
 		MemoryContextSwitchTo(tick_cxt);
+
+		/*
+		 * Run the callbacks of catalog changes committed since we last
+		 * looked (outside a transaction, as pg_cron's scheduler does): a
+		 * change of stream_def marks the schedule stale.
+		 */
+		AcceptInvalidationMessages();
 
 		now = GetCurrentTimestamp();
 		if (!sw_enabled)
 			wake = now + SW_MAX_SLEEP_MS * 1000;
 		else
 		{
-			if (!refresh_schedule(schedule, now))
+			if (schedule_stale)
+			{
+				present = refresh_schedule(schedule, now);
+				extension_checked = now;
+			}
+			else if (now >= extension_checked + SW_EXTENSION_CHECK_MS * 1000)
+			{
+				present = extension_installed();
+				extension_checked = now;
+			}
+			if (!present)
 			{
 				ereport(LOG,
 						(errmsg("streamwm worker for database %u stops: the extension is not installed",
@@ -632,14 +730,16 @@ streamwm_worker_main(Datum arg)
 			{
 				Oid			relid = lfirst_oid(lc);
 				MemoryContext cxt = CurrentMemoryContext;
-				int64		granularity_us = USECS_PER_SEC;
+				bool		ticked = false;
 				bool		failed = false;
 
 				CHECK_FOR_INTERRUPTS();
+				if (schedule_stale)
+					break;		/* read the schedule again first */
 				PG_TRY();
 				{
-					granularity_us = tick_stream(relid,
-												 hash_search(schedule, &relid, HASH_FIND, NULL));
+					ticked = tick_stream(relid,
+										 hash_search(schedule, &relid, HASH_FIND, NULL));
 				}
 				PG_CATCH();
 				{
@@ -680,16 +780,20 @@ streamwm_worker_main(Datum arg)
 				if (failed)
 				{
 					int64		backoff = Min(SW_MAX_BACKOFF_MS * 1000,
-											  granularity_us << Min(entry->failures, 16));
+											  entry->granularity_us << Min(entry->failures, 16));
 
 					entry->failures++;
 					entry->next_due = GetCurrentTimestamp() + backoff;
+					/* the stream may be gone or changed: read them again */
+					schedule_stale = true;
 				}
+				else if (!ticked)
+					break;		/* stale: still due after the schedule is read */
 				else
 				{
 					entry->failures = 0;
 					/* keep the cadence; do not drift by the step's length */
-					entry->next_due += granularity_us;
+					entry->next_due += entry->granularity_us;
 					if (entry->next_due < GetCurrentTimestamp())
 						entry->next_due = GetCurrentTimestamp();
 				}
@@ -702,6 +806,8 @@ streamwm_worker_main(Datum arg)
 				if (entry->next_due < wake)
 					wake = entry->next_due;
 			}
+			if (schedule_stale)
+				wake = GetCurrentTimestamp();
 		}
 
 		sleep_ms = (long) ((wake - GetCurrentTimestamp()) / 1000);

@@ -231,5 +231,73 @@ my $errors = () = $log =~ /ERROR:/g;
 ok($errors <= 2, "no error storm in the log after the drops ($errors errors)");
 unlike($log, qr/deadlock detected/, 'no deadlock');
 
+# --- the schedule is cached, and stream_def changes invalidate it ----------
+# The worker reads streamwm.stream_def only when a change of it commits (the
+# schedule_changed trigger): idle, it scans it no more.  Scans are counted in
+# pg_stat_user_tables; a count flushed late by the worker may show once, so a
+# few 3 s windows are tried and one flat window is enough (before the cache,
+# every loop read stream_def: no window was ever flat).
+$node->safe_psql('postgres', 'CREATE DATABASE sched');
+$node->safe_psql('sched', 'CREATE EXTENSION streamwm');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'sched'"),
+	'a worker runs for the database sched');
+sub stream_def_scans
+{
+	return $node->safe_psql('sched', q{
+		SELECT seq_scan + coalesce(idx_scan, 0) FROM pg_stat_user_tables
+		 WHERE relid = 'streamwm.stream_def'::regclass});
+}
+sub flat_while_idle
+{
+	for my $try (1 .. 5)
+	{
+		my $before = stream_def_scans();
+		sleep 3;
+		return 1 if stream_def_scans() == $before;
+	}
+	return 0;
+}
+sleep 2;
+ok(flat_while_idle(), 'no stream, no catalog change: the worker does not read stream_def');
+
+my $sched_log = -s $node->logfile;
+$node->safe_psql('sched', q{
+	SELECT streamwm.create_stream('fresh', 'v int', watermark_granularity => '200 ms',
+	                              idle_timeout => '1 hour');
+	SELECT streamwm.create_query('fresh_q', 'SELECT sum(v) AS s FROM fresh', hop => '1 s', size => '1 s');
+	SELECT streamwm.ingest('fresh', '[{"v": 4}, {"v": 6}]', write_time => to_timestamp(10));
+	SELECT streamwm.ingest('fresh', '{"v": 1}', write_time => to_timestamp(20));
+});
+ok($node->poll_query_until('sched', q{SELECT count(*) = 1 FROM fresh_q}),
+	'a stream created while the worker runs is processed');
+is($node->safe_psql('sched', q{SELECT s FROM fresh_q}), '10', 'with the right value');
+my $scans = stream_def_scans();
+ok($node->poll_query_until('sched', qq{
+	SELECT seq_scan + coalesce(idx_scan, 0) > $scans + 2 FROM pg_stat_user_tables
+	 WHERE relid = 'streamwm.stream_def'::regclass}),
+	'while the stream exists its ticks read its stream_def row (the count is live)');
+
+$node->safe_psql('sched', q{SELECT streamwm.drop_stream('fresh', cascade => true)});
+ok(flat_while_idle(), 'a dropped stream is no longer scheduled: stream_def is read no more');
+$node->safe_psql('sched', q{
+	SELECT streamwm.create_stream('fresh', 'v int', watermark_granularity => '200 ms',
+	                              idle_timeout => '1 hour');
+	SELECT streamwm.create_query('fresh_q2', 'SELECT count(*) AS n FROM fresh', hop => '1 s', size => '1 s');
+	SELECT streamwm.ingest('fresh', '{"v": 1}', write_time => to_timestamp(30));
+	SELECT streamwm.ingest('fresh', '{"v": 1}', write_time => to_timestamp(40));
+});
+ok($node->poll_query_until('sched', q{SELECT count(*) = 1 FROM fresh_q2}),
+	'a stream re-created under the same name is processed again');
+$node->safe_psql('sched', q{SELECT streamwm.drop_stream('fresh', cascade => true)});
+ok(flat_while_idle(), 'and once dropped again, it is no longer scheduled');
+my $sched_lines = slurp_file($node->logfile, $sched_log);
+unlike($sched_lines, qr/skipped stream/, 'no tick of a dropped stream');
+is(workers('sched'), '1', 'the worker of sched still runs');
+$node->safe_psql('sched', 'DROP EXTENSION streamwm CASCADE');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'sched'"),
+	'an idle worker with a cached schedule still stops at DROP EXTENSION');
+
 $node->stop;
 done_testing();
