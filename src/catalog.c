@@ -685,3 +685,22 @@ streamwm_check_create_table(PG_FUNCTION_ARGS)
 	}
 	PG_RETURN_VOID();
 }
+
+/*
+ * Does reading this stream as its owner run code of the owner's (forced
+ * row-level security)?  The guard refuses FORCE ROW LEVEL SECURITY on a
+ * stream; this catches a table forced before it became one, or with the
+ * guard disabled.
+ */
+bool
+sw_stream_forces_rls(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	bool		forced;
+
+	if (!HeapTupleIsValid(tup))
+		return false;
+	forced = ((Form_pg_class) GETSTRUCT(tup))->relforcerowsecurity;
+	ReleaseSysCache(tup);
+	return forced;
+}

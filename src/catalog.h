@@ -32,6 +32,7 @@ extern bool sw_may_see_stream(Oid relid, Oid owner);
 extern bool sw_lookup_stream(Oid relid, bool lock, Oid *owner, int *npartitions);
 extern void sw_not_a_stream(Oid relid) pg_attribute_noreturn();
 extern Oid	sw_check_stream_manager(Oid relid, bool lock);
+extern bool sw_stream_forces_rls(Oid relid);
 extern void sw_enter_role(Oid role, const char *search_path, SwRoleContext *cx);
 extern void sw_leave_role(SwRoleContext *cx);
 extern Oid	sw_relation_owner(Oid relid);

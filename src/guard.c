@@ -349,6 +349,12 @@ guard_alter_table(AlterTableStmt *stmt)
 				refuse_stream(stream, "make a typed table of",
 							  "A stream keeps the columns create_stream gave it.");
 				break;
+			case AT_ForceRowSecurity:
+				refuse_stream(stream, "force row level security on",
+							  "streamwm reads a stream as its owner; forced policies would run "
+							  "the owner's code in every step and in every session that reads "
+							  "the monitoring views.");
+				break;
 			default:
 				break;
 		}

@@ -126,23 +126,58 @@ query_timeout_handler(void)
 	SetLatch(MyLatch);
 }
 
+/*
+ * The second timeout: user code can catch the cancel (PL/pgSQL's WHEN
+ * query_canceled) and go on, so a statement still running
+ * SW_TIMEOUT_GRACE_MS after its cancel ends the process (FATAL, which no
+ * user code can catch).  A worker is then restarted by the postmaster and
+ * backs off the stream (worker.c); a user's process() session ends.
+ */
+#define SW_TIMEOUT_GRACE_MS 5000
+
+static TimeoutId query_kill_id = MAX_TIMEOUTS;
+
+static void
+query_kill_handler(void)
+{
+	query_timeout_fired = true;
+	ProcDiePending = true;
+	InterruptPending = true;
+	SetLatch(MyLatch);
+}
+
 /* Arm streamwm.query_timeout for the statement about to run (and be planned). */
 void
 sw_query_timeout_enable(void)
 {
 	if (query_timeout_id == MAX_TIMEOUTS)
 		query_timeout_id = RegisterTimeout(USER_TIMEOUT, query_timeout_handler);
+	if (query_kill_id == MAX_TIMEOUTS)
+		query_kill_id = RegisterTimeout(USER_TIMEOUT, query_kill_handler);
 	query_timeout_fired = false;
 	if (sw_query_timeout_ms > 0)
-		enable_timeout_after(query_timeout_id, sw_query_timeout_ms);
+	{
+		EnableTimeoutParams timeouts[2];
+
+		timeouts[0].id = query_timeout_id;
+		timeouts[0].type = TMPARAM_AFTER;
+		timeouts[0].delay_ms = sw_query_timeout_ms;
+		timeouts[1].id = query_kill_id;
+		timeouts[1].type = TMPARAM_AFTER;
+		timeouts[1].delay_ms = sw_query_timeout_ms > INT_MAX - SW_TIMEOUT_GRACE_MS ?
+			INT_MAX : sw_query_timeout_ms + SW_TIMEOUT_GRACE_MS;
+		enable_timeouts(timeouts, 2);
+	}
 }
 
-/* Disarm it; harmless when it is not armed or already fired. */
+/* Disarm both; harmless when they are not armed or already fired. */
 void
 sw_query_timeout_disable(void)
 {
 	if (query_timeout_id != MAX_TIMEOUTS)
 		disable_timeout(query_timeout_id, false);
+	if (query_kill_id != MAX_TIMEOUTS)
+		disable_timeout(query_kill_id, false);
 }
 
 /* Did streamwm.query_timeout fire since the last sw_query_timeout_enable()? */

@@ -38,6 +38,9 @@ visible_stream(Oid relid, Oid *owner, int *npartitions)
 {
 	if (!sw_lookup_stream(relid, false, owner, npartitions))
 		return false;
+	/* never run the owner's policies in the session that reads a view */
+	if (sw_stream_forces_rls(relid))
+		return false;
 	return sw_may_see_stream(relid, *owner);
 }
 

@@ -187,6 +187,13 @@ read_batch(Oid relid, Oid owner, const char *relname, SwStreamClock *clock,
 	Relation	rel;
 	SwStreamColumns cols;
 
+	/* forced row-level security would run the owner's code in every step */
+	if (sw_stream_forces_rls(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stream %s has FORCE ROW LEVEL SECURITY", relname),
+				 errhint("ALTER TABLE %s NO FORCE ROW LEVEL SECURITY; streamwm reads a stream as its owner.",
+						 relname)));
 	/* the system columns must have the types we read them as (guard.c) */
 	rel = table_open(relid, AccessShareLock);
 	sw_check_stream_columns(rel, &cols);

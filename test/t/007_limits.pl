@@ -177,20 +177,24 @@ $node->safe_psql('postgres', q{
 	SELECT streamwm.create_stream('policy_s', 'v int', watermark_granularity => '100 ms',
 	                              idle_timeout => '1 hour');
 	ALTER TABLE policy_s ENABLE ROW LEVEL SECURITY;
-	ALTER TABLE policy_s FORCE ROW LEVEL SECURITY;
 	CREATE POLICY slow_read ON policy_s FOR SELECT USING (slow_policy());
 	CREATE POLICY any_insert ON policy_s FOR INSERT WITH CHECK (true);
 	SELECT streamwm.ingest('policy_s', '{"v": 1}', write_time => to_timestamp(1));
 	RESET ROLE;
 });
+# the owner's policies never run when streamwm reads the stream: FORCE ROW
+# LEVEL SECURITY, which would make them apply to the owner, is refused
+my ($rc_force, $out_force, $err_force) = $node->psql('postgres',
+	'SET ROLE regress_owner; ALTER TABLE policy_s FORCE ROW LEVEL SECURITY');
+like($err_force, qr/cannot force row level security on stream/,
+	'FORCE ROW LEVEL SECURITY on a stream is refused');
 $node->wait_for_log(
 	qr/ERROR:  retention of stream public.sleepy_s exceeded streamwm.query_timeout \(500ms\)/,
 	$log_offset);
 pass('retention running the owner\'s sleeping DELETE trigger fails at streamwm.query_timeout');
-$node->wait_for_log(
-	qr/ERROR:  reading stream public.policy_s exceeded streamwm.query_timeout \(500ms\)/,
-	$log_offset);
-pass('reading a stream through the owner\'s sleeping policy fails at streamwm.query_timeout');
+ok($node->poll_query_until('postgres', q{
+	SELECT events = 1 FROM streamwm.streams WHERE stream = 'policy_s'::regclass}),
+	'a stream with a sleeping policy (not forced) is read without running it');
 my $emitted = $node->safe_psql('postgres',
 	q{SELECT windows_emitted FROM streamwm.queries WHERE query = 'fast_q'});
 $t0 = time;
@@ -214,6 +218,38 @@ is($node->safe_psql('postgres', q{
 is($node->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'streamwm worker'"),
 	$worker_pid, 'the worker is still the same one');
+
+# A query whose code catches the cancel (WHEN query_canceled) and goes on:
+# streamwm.query_timeout cannot stop it with a cancel, so 5 s later the
+# worker ends itself (FATAL, which no user code catches) and is restarted;
+# the other streams go on.
+$log_offset = -s $node->logfile;
+$node->safe_psql('postgres', q{
+	CREATE FUNCTION stubborn(int) RETURNS int LANGUAGE plpgsql AS
+	  $$BEGIN LOOP BEGIN PERFORM pg_sleep(3600);
+	    EXCEPTION WHEN query_canceled THEN RAISE LOG 'stubborn caught a cancel'; END; END LOOP; END$$;
+	SELECT streamwm.create_stream('stub_s', 'v int', watermark_granularity => '100 ms',
+	                              idle_timeout => '1 hour');
+	SELECT streamwm.create_query('stub_q', 'SELECT sum(stubborn(v)) AS n FROM stub_s',
+	                             hop => '1 s', size => '1 s');
+	SELECT streamwm.ingest('stub_s', '{"v": 1}', write_time => to_timestamp(1));
+	SELECT streamwm.ingest('stub_s', '{"v": 1}', write_time => to_timestamp(5));
+});
+$node->wait_for_log(qr/stubborn caught a cancel/, $log_offset);
+$node->wait_for_log(qr/terminating background worker "streamwm worker" due to administrator command/,
+	$log_offset);
+pass('a query that swallows the cancel ends the worker process after the grace period');
+$emitted = $node->safe_psql('postgres',
+	q{SELECT windows_emitted FROM streamwm.queries WHERE query = 'fast_q'});
+for my $i (50 .. 53)
+{
+	$node->safe_psql('postgres',
+		"SELECT streamwm.ingest('fast_s', '{\"v\": 1}', write_time => to_timestamp($i))");
+}
+ok($node->poll_query_until('postgres', qq{
+	SELECT windows_emitted >= $emitted + 3 FROM streamwm.queries WHERE query = 'fast_q'}),
+	'the restarted worker goes on with the other streams');
+$node->safe_psql('postgres', q{SELECT streamwm.drop_query('stub_q', drop_result => true)});
 
 $node->stop;
 done_testing();
