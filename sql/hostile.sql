@@ -66,6 +66,9 @@ DELETE FROM streamwm.partition_state;
 CREATE TABLE bob_s (x int);
 SELECT streamwm._register_stream('hs_a', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);   -- not his table
 SELECT streamwm._register_stream('bob_s', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);  -- not a stream table
+CREATE TABLE bob_fake (x int, sw_partition int, sw_offset bigint, sw_write_time timestamptz,
+                       sw_event_time timestamptz, sw_arrival timestamptz);
+SELECT streamwm._register_stream('bob_fake', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);  -- columns alone do not make a stream
 CREATE VIEW bob_v AS SELECT 1 AS x;
 SELECT streamwm._register_stream('bob_v', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);  -- a view is never a stream
 SELECT streamwm.create_query('bob_q', 'SELECT count(*) AS n FROM hs_a', hop => '1 s', size => '1 s');
@@ -123,7 +126,7 @@ SELECT to_regclass('public.hs_aq2') IS NOT NULL AS bobs_table_kept;
 SELECT who, what FROM pwned;   -- still nothing
 
 SELECT streamwm.drop_stream('hs_a', cascade => true);
-DROP TABLE hs_aq, public.hs_aq2, bob_s, pwned;
+DROP TABLE hs_aq, public.hs_aq2, bob_s, bob_fake, pwned;
 DROP VIEW bob_v;
 DROP OPERATOR public.= (regclass, oid);
 DROP OPERATOR public.= (oid, regclass);

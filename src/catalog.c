@@ -8,6 +8,7 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
@@ -25,6 +26,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/reltrigger.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -357,6 +359,25 @@ static const struct
 	{"sw_arrival", TIMESTAMPTZOID},
 };
 
+
+/* Does the table have streamwm's sw_ingest trigger? */
+static bool
+has_ingest_trigger(Relation rel)
+{
+	TriggerDesc *td = rel->trigdesc;
+
+	if (td == NULL)
+		return false;
+	for (int i = 0; i < td->numtriggers; i++)
+	{
+		if (strcmp(td->triggers[i].tgname, "sw_ingest") == 0 &&
+			strcmp(get_func_name(td->triggers[i].tgfoid), "_stream_insert") == 0 &&
+			get_func_namespace(td->triggers[i].tgfoid) == get_namespace_oid("streamwm", false))
+			return true;
+	}
+	return false;
+}
+
 /*
  * streamwm._register_stream(stream, partitions, watermark_delay, event_time,
  * partition_key, granularity, idle_timeout, retention): records a table
@@ -410,6 +431,13 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 							   system_columns[i].name,
 							   format_type_be(system_columns[i].type))));
 	}
+	/* only a table create_stream built: its insert trigger and offset sequence */
+	if (list_length(getOwnedSequences(relid)) != 1 || !has_ingest_trigger(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" cannot be a stream", RelationGetRelationName(rel)),
+				 errdetail("It lacks the insert trigger or the offset sequence that create_stream gives a stream."),
+				 errhint("Create streams with streamwm.create_stream().")));
 	table_close(rel, NoLock);
 
 	values[9] = ObjectIdGetDatum(GetUserId());
