@@ -31,7 +31,9 @@ CREATE TABLE streamwm.stream_def (
     retained_from   timestamptz NOT NULL DEFAULT '-infinity', -- rows with event time
                                         -- before this may have been removed by retention
                                         -- or a purge
-    purged_rows     bigint NOT NULL DEFAULT 0 -- unread rows a DELETE or TRUNCATE removed
+    purged_rows     bigint NOT NULL DEFAULT 0, -- unread rows a DELETE or TRUNCATE removed
+    step_started    timestamptz,        -- a worker's step began (committed first), until it ends
+    step_crashes    int NOT NULL DEFAULT 0 -- workers that ended inside this stream's step in a row
 );
 
 CREATE TABLE streamwm.partition_state (

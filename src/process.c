@@ -274,7 +274,7 @@ save_stream(Oid relid, SwStreamClock *clock, int64 events, LateRows *late,
 	svalues[3] = Int64GetDatum(late->n);
 	svalues[4] = TimestampTzGetDatum(now);
 	svalues[5] = Int64GetDatum(clock->future_events);
-	sw_spi_exec("UPDATE streamwm.stream_def SET watermark = $2,"
+	sw_spi_exec("UPDATE streamwm.stream_def SET step_started = NULL, step_crashes = 0, watermark = $2,"
 				" events = events + $3, late_events = late_events + $4,"
 				" last_processed = $5, future_events = future_events + $6"
 				" WHERE stream = $1",

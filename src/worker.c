@@ -410,6 +410,8 @@ static MemoryContext tick_cxt = NULL;
  * callback, at start and after a failed step.
  */
 static bool schedule_stale = true;
+/* has this worker read the schedule at least once? (crash marks, refresh_schedule) */
+static bool schedule_read_once = false;
 static Oid	schedule_relid = InvalidOid;
 
 static void
@@ -491,6 +493,7 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 	HASH_SEQ_STATUS status;
 	StreamSchedule *entry;
 	bool		present;
+	List	   *crashed = NIL;
 
 	worker_start_transaction("streamwm: reading streams");
 
@@ -505,7 +508,8 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 		Oid			nsp = get_namespace_oid("streamwm", true);
 
 		schedule_relid = OidIsValid(nsp) ? get_relname_relid("stream_def", nsp) : InvalidOid;
-		sw_spi_exec("SELECT stream, (extract(epoch FROM granularity) * 1000000)::int8"
+		sw_spi_exec("SELECT stream, (extract(epoch FROM granularity) * 1000000)::int8,"
+					" step_started IS NOT NULL, step_crashes"
 					" FROM streamwm.stream_def", 0, NULL, NULL, NULL,
 					SPI_OK_SELECT);
 		hash_seq_init(&status, schedule);
@@ -529,6 +533,26 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 			entry->granularity_us = isnull ? USECS_PER_SEC :
 				Max(DatumGetInt64(granularity), 1);
 			entry->seen = true;
+
+			/*
+			 * A step marked as started when this worker began: the worker
+			 * before us ended inside it (a query that swallowed the timeout's
+			 * cancel was ended with its process, or the server crashed).  Do
+			 * not run that stream first again: back it off, longer each time
+			 * in a row, so the other streams go on.
+			 */
+			if (!schedule_read_once && DatumGetBool(sw_spi_getdatum(i, 3, &isnull)))
+			{
+				int			crashes = DatumGetInt32(sw_spi_getdatum(i, 4, &isnull)) + 1;
+
+				entry->next_due = now + Min(SW_MAX_BACKOFF_MS * INT64CONST(1000),
+											entry->granularity_us << Min(crashes, 16));
+				crashed = lappend_oid(crashed, relid);
+				ereport(LOG,
+						(errmsg("streamwm: the last step of stream %s did not finish (its worker ended); retrying it in %d ms",
+								get_rel_name(relid) ? get_rel_name(relid) : "?",
+								(int) ((entry->next_due - now) / 1000))));
+			}
 		}
 		hash_seq_init(&status, schedule);
 		while ((entry = hash_seq_search(&status)) != NULL)
@@ -536,6 +560,26 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 			if (!entry->seen)
 				(void) hash_search(schedule, &entry->stream, HASH_REMOVE, NULL);
 		}
+		if (crashed != NIL)
+		{
+			Oid			types[1] = {OIDARRAYOID};
+			Datum		values[1];
+			Datum	   *oids = palloc(list_length(crashed) * sizeof(Datum));
+			ListCell   *lc;
+			int			n = 0;
+
+			foreach(lc, crashed)
+				oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+			values[0] = PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true,
+														TYPALIGN_INT));
+			sw_spi_exec("UPDATE streamwm.stream_def SET step_started = NULL,"
+						" step_crashes = step_crashes + 1"
+						" WHERE stream IN (SELECT d.stream FROM streamwm.stream_def d"
+						" WHERE d.stream::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+						" FOR NO KEY UPDATE SKIP LOCKED)",
+						1, types, values, NULL, SPI_OK_UPDATE);
+		}
+		schedule_read_once = true;
 	}
 	worker_commit();
 	return present;
@@ -629,6 +673,25 @@ tick_stream(Oid relid, StreamSchedule *entry)
 {
 	char	   *name;
 	bool		ticked = false;
+
+	/*
+	 * Mark the step as started, committed on its own, so that if this
+	 * process ends inside it the next worker knows which stream to back off
+	 * (refresh_schedule).  The step's commit clears the mark.
+	 */
+	worker_start_transaction("streamwm: marking a step");
+	(void) set_config_option("synchronous_commit", "off",
+							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+	{
+		Oid			types[1] = {OIDOID};
+		Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+		sw_spi_exec("UPDATE streamwm.stream_def SET step_started = pg_catalog.clock_timestamp()"
+					" WHERE stream IN (SELECT d.stream FROM streamwm.stream_def d"
+					" WHERE d.stream OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE SKIP LOCKED)",
+					1, types, values, NULL, SPI_OK_UPDATE);
+	}
+	worker_commit();
 
 	worker_start_transaction("streamwm: processing a stream");
 	if (!schedule_stale)

@@ -239,6 +239,9 @@ $node->wait_for_log(qr/stubborn caught a cancel/, $log_offset);
 $node->wait_for_log(qr/terminating background worker "streamwm worker" due to administrator command/,
 	$log_offset);
 pass('a query that swallows the cancel ends the worker process after the grace period');
+$node->wait_for_log(qr/the last step of stream stub_s did not finish \(its worker ended\); retrying it in/,
+	$log_offset);
+pass('the restarted worker knows which stream it was and backs it off');
 $emitted = $node->safe_psql('postgres',
 	q{SELECT windows_emitted FROM streamwm.queries WHERE query = 'fast_q'});
 for my $i (50 .. 53)
