@@ -50,6 +50,7 @@
 
 #include "catalog.h"
 #include "limit.h"
+#include "query.h"
 #include "window.h"
 
 PG_FUNCTION_INFO_V1(streamwm_earliest_closed_until);
@@ -244,29 +245,6 @@ sw_spi_exec_bounded(const char *what, const char *sql, int nargs, Oid *types,
 }
 
 /*
- * Collect every RTE_RELATION range-table entry of a query tree: its own
- * range table, subqueries in FROM, CTEs and sublinks.
- */
-static bool
-collect_relation_rtes(Node *node, List **rtes)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, RangeTblEntry))
-	{
-		RangeTblEntry *rte = (RangeTblEntry *) node;
-
-		if (rte->rtekind == RTE_RELATION)
-			*rtes = lappend(*rtes, rte);
-		return false;
-	}
-	if (IsA(node, Query))
-		return query_tree_walker((Query *) node, collect_relation_rtes, rtes,
-								 QTW_EXAMINE_RTES_BEFORE);
-	return expression_tree_walker(node, collect_relation_rtes, rtes);
-}
-
-/*
  * Check the privileges a statement needs on every table it reads or writes,
  * as the current user, before it is planned: the planner folds IMMUTABLE
  * functions, so a query that may not read its tables must not get that far.
@@ -288,12 +266,7 @@ sw_check_statement_privileges(const char *sql, int nparams, const Oid *types)
 		ListCell   *lc2;
 
 		foreach(lc2, rewritten)
-		{
-			List	   *rtes = NIL;
-
-			(void) collect_relation_rtes((Node *) lfirst(lc2), &rtes);
-			(void) ExecCheckRTPerms(rtes, true);
-		}
+			(void) ExecCheckRTPerms(sw_relation_rtes(lfirst_node(Query, lc2)), true);
 	}
 }
 

@@ -208,7 +208,7 @@ read_batch(Oid relid, Oid owner, const char *relname, SwStreamClock *clock,
 				   " ORDER BY s.sw_offset LIMIT $2", relname);
 	values[0] = processed_offsets(clock);
 	values[1] = Int64GetDatum(limit);
-	sw_enter_role(owner, "pg_catalog, pg_temp", &rcx);
+	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
 	/* the owner's policies run in it: bounded like a query (limit.c) */
 	sw_spi_exec_bounded(psprintf("reading stream %s", relname),
 						sql, 2, types, values, NULL, SPI_OK_SELECT);
@@ -472,7 +472,7 @@ expire_late_rows(Oid relid, Oid owner, const char *relname, int64 retention_us,
 		return 0;
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = TimestampTzGetDatum(cutoff);
-	sw_enter_role(owner, "pg_catalog, pg_temp", &rcx);
+	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
 	sw_retention_delete(relid, relname,
 						psprintf("DELETE FROM ONLY %s t USING streamwm.late_event_log l"
 								 " WHERE l.stream OPERATOR(pg_catalog.=) $1"
@@ -518,7 +518,7 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = TimestampTzGetDatum(horizon);
 	values[2] = processed_offsets(clock);
-	sw_enter_role(owner, "pg_catalog, pg_temp", &rcx);
+	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
 	sw_retention_delete(relid, relname,
 						psprintf("DELETE FROM ONLY %s t WHERE t.sw_event_time OPERATOR(pg_catalog.<) $2"
 								 " AND t.sw_offset OPERATOR(pg_catalog.<=)"

@@ -178,9 +178,9 @@ find_stream_refs(List *from, Oid relid, List **found)
 	}
 }
 
-/* Collect the OIDs of the relations a query tree reads, at any depth. */
+/* Collect the relation range-table entries of a query tree, at any depth. */
 static bool
-collect_relations(Node *node, List **relids)
+collect_relation_rtes(Node *node, List **rtes)
 {
 	if (node == NULL)
 		return false;
@@ -189,13 +189,26 @@ collect_relations(Node *node, List **relids)
 		RangeTblEntry *rte = (RangeTblEntry *) node;
 
 		if (rte->rtekind == RTE_RELATION)
-			*relids = list_append_unique_oid(*relids, rte->relid);
+			*rtes = lappend(*rtes, rte);
 		return false;
 	}
 	if (IsA(node, Query))
-		return query_tree_walker((Query *) node, collect_relations, relids,
+		return query_tree_walker((Query *) node, collect_relation_rtes, rtes,
 								 QTW_EXAMINE_RTES_BEFORE);
-	return expression_tree_walker(node, collect_relations, relids);
+	return expression_tree_walker(node, collect_relation_rtes, rtes);
+}
+
+/*
+ * Every RTE_RELATION range-table entry of an analyzed (or rewritten) query:
+ * its own range table, subqueries in FROM, CTEs and sublinks.
+ */
+List *
+sw_relation_rtes(Query *q)
+{
+	List	   *rtes = NIL;
+
+	(void) collect_relation_rtes((Node *) q, &rtes);
+	return rtes;
 }
 
 /*
@@ -209,13 +222,13 @@ streamwm_query_stream(PG_FUNCTION_ARGS)
 	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	ParsedQuery pq;
 	Query	   *q;
-	List	   *relids = NIL;
+	List	   *relids;
 	Oid			stream = InvalidOid;
 	ListCell   *lc;
 
 	parse_select(query, &pq);
 	q = analyze_query(copyObject(pq.raw), query);
-	(void) collect_relations((Node *) q, &relids);
+	relids = sw_query_relids(q);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	foreach(lc, relids)
@@ -307,8 +320,10 @@ List *
 sw_query_relids(Query *q)
 {
 	List	   *relids = NIL;
+	ListCell   *lc;
 
-	(void) collect_relations((Node *) q, &relids);
+	foreach(lc, sw_relation_rtes(q))
+		relids = list_append_unique_oid(relids, lfirst_node(RangeTblEntry, lc)->relid);
 	return relids;
 }
 
@@ -402,9 +417,8 @@ sw_query_columns(Oid relid, const char *query)
 	parse_select(query, &pq);
 	q = analyze_query(copyObject(pq.raw), query);
 	{
-		List	   *relids = NIL;
+		List	   *relids = sw_query_relids(q);
 
-		(void) collect_relations((Node *) q, &relids);
 		if (!list_member_oid(relids, relid))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1482,6 +1496,31 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 }
 
 /*
+ * Load a query the current user manages (is a member of its owner), read
+ * as the catalog's owner; a clear error if there is none or it may not.
+ * The caller is connected to SPI.
+ */
+static SwQueryDef *
+load_managed_query(const char *name)
+{
+	SwRoleContext cx;
+	SwQueryDef *def;
+
+	sw_enter_catalog(&cx);
+	def = sw_load_query(name);
+	sw_leave_role(&cx);
+	if (def == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("query \"%s\" does not exist", name)));
+	if (!sw_may_manage(def->owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of query \"%s\"", name)));
+	return def;
+}
+
+/*
  * streamwm._window_sql(query name) RETURNS text, for inspection: the
  * statement a step runs for the query.
  */
@@ -1497,17 +1536,7 @@ streamwm_window_sql(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	sw_enter_catalog(&cx);
-	def = sw_load_query(name);
-	sw_leave_role(&cx);
-	if (def == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("query \"%s\" does not exist", name)));
-	if (!sw_may_manage(def->owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of query \"%s\"", name)));
+	def = load_managed_query(name);
 	sw_enter_role(def->owner, def->search_path, &cx);
 	sql = window_statement(def, &nparams, &types);
 	sw_leave_role(&cx);
@@ -1579,17 +1608,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	sw_enter_catalog(&cx);
-	def = sw_load_query(name);
-	sw_leave_role(&cx);
-	if (def == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("query \"%s\" does not exist", name)));
-	if (!sw_may_manage(def->owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of query \"%s\"", name)));
+	def = load_managed_query(name);
 	sw_check_windows_per_row(def->hop_us, def->size_us);
 	sw_enter_role(def->owner, def->search_path, &cx);
 	PG_TRY();

@@ -40,6 +40,7 @@ typedef struct SwQueryDef
 } SwQueryDef;
 
 extern List *sw_query_columns(Oid relid, const char *query);
+extern List *sw_relation_rtes(Query *q);
 extern const char *sw_choose_plan(Oid relid, const char *query, int64 hop_us,
 								  int64 size_us);
 extern void sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo,
