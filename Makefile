@@ -7,6 +7,8 @@ OBJS = \
 	src/ingest.o \
 	src/window.o \
 	src/query.o \
+	src/aggstate.o \
+	src/pane.o \
 	src/watermark.o \
 	src/process.o \
 	src/limit.o \

@@ -175,6 +175,32 @@ CREATE FUNCTION streamwm.window_start(ts timestamptz, hop interval)
 COMMENT ON FUNCTION streamwm.window_start(timestamptz, interval) IS
     'start of the epoch-aligned pane of width hop that contains ts';
 
+-- Aggregates run in pieces, for the pane plan (src/aggstate.c): the partial
+-- state of an aggregate per pane and group, states merged, and states
+-- combined and finalized into the aggregate's result.  The first argument
+-- names the aggregate; combine's third is a typed NULL fixing the result type.
+CREATE FUNCTION streamwm._partial_sfunc(internal, oid)
+    RETURNS internal AS 'MODULE_PATHNAME', 'streamwm_partial_sfunc' LANGUAGE C;
+CREATE FUNCTION streamwm._partial_sfunc(internal, oid, VARIADIC "any")
+    RETURNS internal AS 'MODULE_PATHNAME', 'streamwm_partial_sfunc' LANGUAGE C;
+CREATE FUNCTION streamwm._state_ffunc(internal)
+    RETURNS bytea AS 'MODULE_PATHNAME', 'streamwm_state_ffunc' LANGUAGE C;
+CREATE FUNCTION streamwm._combine_sfunc(internal, bytea, oid)
+    RETURNS internal AS 'MODULE_PATHNAME', 'streamwm_combine_sfunc' LANGUAGE C;
+CREATE FUNCTION streamwm._combine_sfunc(internal, bytea, oid, anyelement)
+    RETURNS internal AS 'MODULE_PATHNAME', 'streamwm_combine_sfunc' LANGUAGE C;
+CREATE FUNCTION streamwm._combine_ffunc(internal, bytea, oid, anyelement)
+    RETURNS anyelement AS 'MODULE_PATHNAME', 'streamwm_combine_ffunc' LANGUAGE C;
+CREATE AGGREGATE streamwm.partial(oid) (
+    SFUNC = streamwm._partial_sfunc, STYPE = internal, FINALFUNC = streamwm._state_ffunc);
+CREATE AGGREGATE streamwm.partial(oid, VARIADIC "any") (
+    SFUNC = streamwm._partial_sfunc, STYPE = internal, FINALFUNC = streamwm._state_ffunc);
+CREATE AGGREGATE streamwm.merge(bytea, oid) (
+    SFUNC = streamwm._combine_sfunc, STYPE = internal, FINALFUNC = streamwm._state_ffunc);
+CREATE AGGREGATE streamwm.combine(bytea, oid, anyelement) (
+    SFUNC = streamwm._combine_sfunc, STYPE = internal,
+    FINALFUNC = streamwm._combine_ffunc, FINALFUNC_EXTRA);
+
 CREATE FUNCTION streamwm.ingest(stream regclass, rows jsonb,
     partition int DEFAULT NULL, write_time timestamptz DEFAULT NULL)
     RETURNS bigint AS 'MODULE_PATHNAME', 'streamwm_ingest' LANGUAGE C;

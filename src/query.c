@@ -64,6 +64,7 @@
 
 #include "catalog.h"
 #include "limit.h"
+#include "pane.h"
 #include "query.h"
 #include "window.h"
 
@@ -152,30 +153,6 @@ parse_select(const char *query, ParsedQuery *pq)
 	pq->raw = rs;
 	pq->select = s;
 	pq->end = rs->stmt_len > 0 ? rs->stmt_location + rs->stmt_len : (int) strlen(query);
-}
-
-/* Collect the RangeVars of a FROM list that name the stream. */
-static void
-find_stream_refs(List *from, Oid relid, List **found)
-{
-	ListCell   *lc;
-
-	foreach(lc, from)
-	{
-		Node	   *n = lfirst(lc);
-
-		if (IsA(n, RangeVar))
-		{
-			if (RangeVarGetRelid((RangeVar *) n, NoLock, true) == relid)
-				*found = lappend(*found, n);
-		}
-		else if (IsA(n, JoinExpr))
-		{
-			JoinExpr   *j = (JoinExpr *) n;
-
-			find_stream_refs(list_make2(j->larg, j->rarg), relid, found);
-		}
-	}
 }
 
 /* Collect the relation range-table entries of a query tree, at any depth. */
@@ -543,353 +520,56 @@ streamwm_query_columns(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* Offset just past the (possibly qualified, possibly quoted) name at pos. */
-static int
-name_end(const char *s, int pos)
-{
-	for (;;)
-	{
-		int			after;
-
-		if (s[pos] == '"')
-		{
-			pos++;
-			while (s[pos] != '\0' && !(s[pos] == '"' && s[pos + 1] != '"'))
-				pos += (s[pos] == '"') ? 2 : 1;
-			if (s[pos] == '"')
-				pos++;
-		}
-		else
-		{
-			while (s[pos] != '\0' &&
-				   (isalnum((unsigned char) s[pos]) || s[pos] == '_' ||
-					s[pos] == '$' || IS_HIGHBIT_SET(s[pos])))
-				pos++;
-		}
-		after = pos;
-		while (isspace((unsigned char) s[after]))
-			after++;
-		if (s[after] != '.')
-			return pos;
-		pos = after + 1;
-		while (isspace((unsigned char) s[pos]))
-			pos++;
-	}
-}
-
-/*
- * Offset of the first of the keywords 'words' (or a ';') at parenthesis
- * depth zero in text[from, end); 'end' if there is none.  With close_paren,
- * instead the offset just past the parenthesis that closes the first one
- * opened at or after 'from'.
- */
-static int
-scan_top_level(const char *text, int from, int end, const char *const *words,
-			   int nwords, bool close_paren)
-{
-	int		   *tokens = palloc(Max(nwords, 1) * sizeof(int));
-	core_yy_extra_type yyextra;
-	core_yyscan_t scanner;
-	int			depth = 0;
-	int			result = end;
-
-	for (int i = 0; i < nwords; i++)
-		tokens[i] = ScanKeywordTokens[ScanKeywordLookup(words[i], &ScanKeywords)];
-
-	scanner = scanner_init(text, &yyextra, &ScanKeywords, ScanKeywordTokens);
-	for (;;)
-	{
-		core_YYSTYPE yylval;
-		YYLTYPE		yylloc;
-		int			tok = core_yylex(&yylval, &yylloc, scanner);
-
-		if (tok == 0 || yylloc >= end)
-			break;
-		if (yylloc < from)
-		{
-			if (tok == '(' || tok == '[')
-				depth++;
-			else if (tok == ')' || tok == ']')
-				depth--;
-			continue;
-		}
-		if (close_paren)
-		{
-			if (tok == '(')
-				depth++;
-			else if (tok == ')' && --depth == 0)
-			{
-				result = yylloc + 1;
-				break;
-			}
-			continue;
-		}
-		if (tok == '(' || tok == '[')
-			depth++;
-		else if (tok == ')' || tok == ']')
-			depth--;
-		else if (depth == 0)
-		{
-			bool		stop = (tok == ';');
-
-			for (int i = 0; i < nwords; i++)
-				stop |= (tok == tokens[i]);
-			if (stop)
-			{
-				result = yylloc;
-				break;
-			}
-		}
-	}
-	scanner_finish(scanner);
-	pfree(tokens);
-	return result;
-}
-
-/* the clauses that may follow WHERE at the top level of a SELECT */
-static const char *const after_where[] = {
-	"group", "having", "window", "order", "limit", "offset", "fetch", "for"
-};
-
-static char *
-interval_literal(int64 usec)
+char *
+sw_interval_literal(int64 usec)
 {
 	return psprintf("'" INT64_FORMAT " microseconds'::pg_catalog.interval", usec);
 }
 
 /*
- * The pane plan.  For a query whose outputs are its GROUP BY columns and
- * calls of the built-in count, sum, min, max and avg of integers or numeric
- * (the decomposable aggregates), each row is aggregated once, into its pane
- * [n*hop, (n+1)*hop), by the user's own aggregate calls, when a step first
- * reads it ("fold"); the partial results live in the query's pane table,
- * one row per (pane, group), committed with everything else.  A window
- * that closes combines its size/hop panes from that table (a sum of counts
- * and sums, a min of mins, a max of maxes, a sum of sums over a sum of
- * counts), and panes no open window needs are deleted.  So each row costs
- * one pane update, and a step's cost does not grow with size/hop.
- *
- * The fold's SELECT: parameters $1 the query's start offset, $2 each
- * partition's processed offset, $3 closed_until - size (rows before it are
- * in no open window), $4 each partition's folded offset (NULL: none);
- * output sw_pane, the keys sw_k1.., the partials sw_a1...  The combine's
- * SELECT (with %s for the pane table): $3/$4 the range of window starts;
- * output window_start, window_end, the query's columns.  Returns NULL when
- * the query does not qualify; the general plan then computes it.
+ * A stream's columns in attribute order as a select list over alias, a
+ * dropped column as a NULL placeholder (so attribute numbers still match).
  */
-typedef struct PanePlan
+char *
+sw_stream_columns_sql(Oid relid, const char *alias)
 {
-	char	   *fold_select;
-	char	   *columns;		/* sw_pane, sw_k1, .., sw_a1, .. */
-	char	   *conflict;		/* sw_pane, sw_k1, .. */
-	char	   *merge;			/* sw_a1 = <sw_t.sw_a1 merged with EXCLUDED.sw_a1>, .. */
-	char	   *combine_select; /* with %s for the pane table */
-} PanePlan;
+	Relation	rel = table_open(relid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData sql;
 
-/* How a partial of each kind merges with another (ON CONFLICT of the fold). */
-static void
-append_merge(StringInfo merge, const char *kind, int n)
-{
-	if (merge->len > 0)
-		appendStringInfoString(merge, ", ");
-	if (strcmp(kind, "count") == 0)
-		appendStringInfo(merge, "sw_a%d = sw_t.sw_a%d + EXCLUDED.sw_a%d", n, n, n);
-	else if (strcmp(kind, "sum") == 0)
-		appendStringInfo(merge, "sw_a%d = (SELECT pg_catalog.sum(sw_x) FROM (VALUES (sw_t.sw_a%d),"
-						 " (EXCLUDED.sw_a%d)) sw_v(sw_x))", n, n, n);
-	else if (strcmp(kind, "min") == 0)
-		appendStringInfo(merge, "sw_a%d = LEAST(sw_t.sw_a%d, EXCLUDED.sw_a%d)", n, n, n);
-	else
-		appendStringInfo(merge, "sw_a%d = GREATEST(sw_t.sw_a%d, EXCLUDED.sw_a%d)", n, n, n);
+	initStringInfo(&sql);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (i > 0)
+			appendStringInfoString(&sql, ", ");
+		if (att->attisdropped)
+			appendStringInfo(&sql, "NULL::pg_catalog.int4 AS sw_dropped_%d", i + 1);
+		else
+			appendStringInfo(&sql, "%s.%s", alias, quote_identifier(NameStr(att->attname)));
+	}
+	table_close(rel, AccessShareLock);
+	return sql.data;
 }
 
-static PanePlan *
-pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
-				   int64 hop_us, int64 size_us)
+/* Analyze a statement of ours, with parameters of the given types. */
+Query *
+sw_analyze_internal(const char *sql, const Oid *types, int ntypes)
 {
-	PanePlan   *plan;
-	StringInfoData merge;
-	StringInfoData conflict;
-	SelectStmt *s = pq->select;
-	Query	   *q;
-	ListCell   *lc;
-	ListCell   *lc2;
-	StringInfoData inner;
-	StringInfoData outer;
-	StringInfoData keys;
-	StringInfoData cols;
-	const char *alias;
-	int			nkeys = 0;
-	int			naggs = 0;
-	int			where;
-	static const char *const where_word[] = {"where"};
+	List	   *raw = raw_parser(sql, RAW_PARSE_DEFAULT);
 
-	if (s->distinctClause != NIL || s->havingClause != NULL ||
-		s->windowClause != NIL || s->sortClause != NIL ||
-		list_length(s->fromClause) != 1 || linitial(s->fromClause) != (Node *) rv)
-		return NULL;
-	foreach(lc, s->groupClause)
-	{
-		if (!IsA(lfirst(lc), ColumnRef))
-			return NULL;
-	}
+	return parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql, types, ntypes, NULL);
+}
 
-	q = analyze_query(copyObject(pq->raw), pq->text);
-	/* a subquery may read the stream again: only the general plan confines it */
-	if (q->hasSubLinks || q->cteList != NIL ||
-		q->groupingSets != NIL || q->hasWindowFuncs || q->hasTargetSRFs ||
-		list_length(q->targetList) != list_length(s->targetList))
-		return NULL;
+/* A window query's text, parsed, checked and analyzed as the current user. */
+Query *
+sw_analyze_window_query(const char *query)
+{
+	ParsedQuery pq;
 
-	alias = quote_identifier(rv->alias ? rv->alias->aliasname : rv->relname);
-	initStringInfo(&inner);
-	initStringInfo(&outer);
-	initStringInfo(&keys);
-	initStringInfo(&cols);
-	initStringInfo(&merge);
-	initStringInfo(&conflict);
-	appendStringInfoString(&conflict, "sw_pane");
-	appendStringInfo(&inner, "SELECT %s.sw_pane", alias);
-	appendStringInfo(&outer, "SELECT sw_w.ws, sw_w.ws + %s", interval_literal(size_us));
-
-	forboth(lc, s->targetList, lc2, q->targetList)
-	{
-		ResTarget  *rt = lfirst_node(ResTarget, lc);
-		TargetEntry *tle = lfirst_node(TargetEntry, lc2);
-		int			from = rt->location;
-
-		if (tle->resjunk || from < 0)
-			return NULL;
-		if (IsA(rt->val, ColumnRef) && tle->ressortgroupref != 0 &&
-			!IsA(llast(((ColumnRef *) rt->val)->fields), A_Star))
-		{
-			nkeys++;
-			appendStringInfo(&inner, ", %.*s", name_end(pq->text, from) - from,
-							 pq->text + from);
-			appendStringInfo(&cols, ", sw_k%d", nkeys);
-			appendStringInfo(&conflict, ", sw_k%d", nkeys);
-			appendStringInfo(&keys, ", sw_p.sw_k%d", nkeys);
-			appendStringInfo(&outer, ", sw_p.sw_k%d", nkeys);
-		}
-		else if (IsA(rt->val, FuncCall) && IsA(tle->expr, Aggref))
-		{
-			FuncCall   *fc = (FuncCall *) rt->val;
-			Aggref	   *agg = (Aggref *) tle->expr;
-			char	   *name = get_func_name(agg->aggfnoid);
-			const char *combine;
-
-			if (fc->agg_distinct || fc->agg_order != NIL || fc->agg_filter != NULL ||
-				fc->agg_within_group || fc->over != NULL || fc->func_variadic ||
-				agg->aggkind != AGGKIND_NORMAL ||
-				get_func_namespace(agg->aggfnoid) != PG_CATALOG_NAMESPACE || name == NULL)
-				return NULL;
-			if (strcmp(name, "avg") == 0)
-			{
-				/*
-				 * avg of an integer or numeric is numeric_div(sum, count)
-				 * exactly, so it combines as sum of sums over sum of counts.
-				 * (avg of floats would sum in another order: not here.)
-				 */
-				int			call_end = scan_top_level(pq->text, from, pq->end, NULL, 0, true);
-				const char *lparen = strchr(pq->text + from, '(');
-				Oid			argtype = linitial_oid(agg->aggargtypes);
-
-				if (argtype != INT2OID && argtype != INT4OID && argtype != INT8OID &&
-					argtype != NUMERICOID)
-					return NULL;
-				if (lparen == NULL || lparen - pq->text >= call_end)
-					return NULL;
-				naggs += 2;
-				appendStringInfo(&inner, ", pg_catalog.sum(%.*s), pg_catalog.count(%.*s)",
-								 (int) (call_end - 1 - (lparen + 1 - pq->text)), lparen + 1,
-								 (int) (call_end - 1 - (lparen + 1 - pq->text)), lparen + 1);
-				appendStringInfo(&cols, ", sw_a%d, sw_a%d", naggs - 1, naggs);
-				append_merge(&merge, "sum", naggs - 1);
-				append_merge(&merge, "count", naggs);
-				appendStringInfo(&outer,
-								 ", pg_catalog.sum(sw_p.sw_a%d)::pg_catalog.numeric"
-								 " / NULLIF(pg_catalog.sum(sw_p.sw_a%d), 0)::pg_catalog.numeric",
-								 naggs - 1, naggs);
-				continue;
-			}
-			if (strcmp(name, "count") == 0)
-				combine = "pg_catalog.sum(sw_p.sw_a%d)::pg_catalog.int8";
-			else if (strcmp(name, "sum") == 0)
-				combine = "pg_catalog.sum(sw_p.sw_a%d)";
-			else if (strcmp(name, "min") == 0)
-				combine = "pg_catalog.min(sw_p.sw_a%d)";
-			else if (strcmp(name, "max") == 0)
-				combine = "pg_catalog.max(sw_p.sw_a%d)";
-			else
-				return NULL;
-			naggs++;
-			append_merge(&merge, name, naggs);
-			appendStringInfo(&inner, ", %.*s",
-							 scan_top_level(pq->text, from, pq->end, NULL, 0, true) - from,
-							 pq->text + from);
-			appendStringInfo(&cols, ", sw_a%d", naggs);
-			appendStringInfoString(&outer, ", ");
-			appendStringInfo(&outer, combine, naggs);
-		}
-		else
-			return NULL;
-	}
-
-	/*
-	 * FROM: the rows a step has read and the query has not folded yet (by
-	 * offset, per partition, on the stream's primary key), not late, in a
-	 * window still open, each with its pane
-	 */
-	appendStringInfo(&inner,
-					 " FROM (SELECT sw_s.*, streamwm.window_start(sw_s.sw_event_time, %s) AS sw_pane"
-					 " FROM pg_catalog.unnest($2::pg_catalog.int8[]) WITH ORDINALITY AS sw_o(done, n)"
-					 " CROSS JOIN LATERAL (SELECT sw_r.* FROM ONLY %s sw_r"
-					 " WHERE sw_r.sw_partition = (sw_o.n - 1)::pg_catalog.int4"
-					 " AND sw_r.sw_offset > GREATEST($1, coalesce(($4::pg_catalog.int8[])[sw_o.n], 0))"
-					 " AND sw_r.sw_offset <= sw_o.done) sw_s"
-					 " WHERE sw_s.sw_event_time > $3"
-					 " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
-					 " WHERE sw_l.stream = '%u'::pg_catalog.oid"
-					 " AND sw_l.partition = sw_s.sw_partition"
-					 " AND sw_l.sw_offset = sw_s.sw_offset)) AS %s",
-					 interval_literal(hop_us), sw_relation_name(relid), relid, alias);
-	/* the user's WHERE, as written */
-	where = scan_top_level(pq->text, rv_end, pq->end, where_word, 1, false);
-	if (where < pq->end && pq->text[where] != ';')
-	{
-		int			start = where + strlen("where");
-		int			stop = scan_top_level(pq->text, start, pq->end, after_where,
-										  lengthof(after_where), false);
-
-		appendStringInfo(&inner, "\nWHERE %.*s\n", stop - start, pq->text + start);
-	}
-	appendStringInfoString(&inner, " GROUP BY 1");
-	for (int i = 0; i < nkeys; i++)
-		appendStringInfo(&inner, ", %d", i + 2);
-
-	/*
-	 * Each pane of the range expands only to the closing windows that
-	 * contain it (window starts are aligned: the first after $3, the last
-	 * at or before $4), so a step reads each needed pane row once per
-	 * closing window, never size/hop times.
-	 */
-	appendStringInfo(&outer,
-					 " FROM %%s AS sw_p"
-					 " CROSS JOIN LATERAL pg_catalog.generate_series("
-					 "GREATEST(sw_p.sw_pane - %s, streamwm.window_start($3, %s) + %s),"
-					 " LEAST(sw_p.sw_pane, streamwm.window_start($5, %s)), %s) AS sw_w(ws)"
-					 " WHERE sw_p.sw_pane > $3 AND sw_p.sw_pane < $5 + %s"
-					 " GROUP BY sw_w.ws%s",
-					 interval_literal(size_us - hop_us), interval_literal(hop_us),
-					 interval_literal(hop_us), interval_literal(hop_us),
-					 interval_literal(hop_us), interval_literal(size_us), keys.data);
-	plan = palloc(sizeof(PanePlan));
-	plan->fold_select = inner.data;
-	plan->columns = psprintf("sw_pane%s", cols.data);
-	plan->conflict = conflict.data;
-	plan->merge = merge.data;
-	plan->combine_select = outer.data;
-	return plan;
+	parse_select(query, &pq);
+	return analyze_query(copyObject(pq.raw), query);
 }
 
 /*
@@ -918,38 +598,18 @@ pane_window_select(ParsedQuery *pq, RangeVar *rv, int rv_end, Oid relid,
 static Query *
 window_rows_query(Oid relid, int64 size_us)
 {
-	Relation	rel = table_open(relid, AccessShareLock);
-	TupleDesc	desc = RelationGetDescr(rel);
-	StringInfoData sql;
 	Oid			types[3] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID};
-	List	   *raw;
-	Query	   *q;
 
-	initStringInfo(&sql);
-	appendStringInfoString(&sql, "SELECT ");
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (i > 0)
-			appendStringInfoString(&sql, ", ");
-		if (att->attisdropped)
-			appendStringInfo(&sql, "NULL::pg_catalog.int4 AS sw_dropped_%d", i + 1);
-		else
-			appendStringInfo(&sql, "sw_s.%s", quote_identifier(NameStr(att->attname)));
-	}
-	appendStringInfo(&sql, " FROM ONLY %s sw_s WHERE sw_s.sw_offset > $1"
-					 " AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
-					 " AND sw_s.sw_event_time >= $3 AND sw_s.sw_event_time < $3 + %s"
-					 " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
-					 " WHERE sw_l.stream = '%u'::pg_catalog.oid"
-					 " AND sw_l.partition = sw_s.sw_partition"
-					 " AND sw_l.sw_offset = sw_s.sw_offset)",
-					 sw_relation_name(relid), interval_literal(size_us), relid);
-	table_close(rel, AccessShareLock);
-	raw = raw_parser(sql.data, RAW_PARSE_DEFAULT);
-	q = parse_analyze_fixedparams(linitial_node(RawStmt, raw), sql.data, types, 3, NULL);
-	return q;
+	return sw_analyze_internal(psprintf("SELECT %s FROM ONLY %s sw_s WHERE sw_s.sw_offset > $1"
+										" AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
+										" AND sw_s.sw_event_time >= $3 AND sw_s.sw_event_time < $3 + %s"
+										" AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
+										" WHERE sw_l.stream = '%u'::pg_catalog.oid"
+										" AND sw_l.partition = sw_s.sw_partition"
+										" AND sw_l.sw_offset = sw_s.sw_offset)",
+										sw_stream_columns_sql(relid, "sw_s"), sw_relation_name(relid),
+										sw_interval_literal(size_us), relid),
+							   types, lengthof(types));
 }
 
 typedef struct ReplaceStream
@@ -1009,26 +669,33 @@ replace_stream_walker(Node *node, ReplaceStream *ctx)
 }
 
 /*
+ * Replace every range-table entry of the stream in q, at any depth, by the
+ * subquery rows (which must output the stream's columns in attribute
+ * order, then possibly more).  Returns how many there were.
+ */
+int
+sw_replace_stream(Query *q, Oid relid, Query *rows)
+{
+	ReplaceStream ctx;
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.relid = relid;
+	ctx.rows = rows;
+	(void) replace_stream_walker((Node *) q, &ctx);
+	return ctx.replaced;
+}
+
+/*
  * The SELECT of the general plan (parameters above), as text.  Its output
  * is the query's own columns.
  */
 static char *
 general_window_select(Oid relid, const char *query, int64 size_us)
 {
-	ParsedQuery pq;
-	Query	   *q;
-	ReplaceStream ctx;
-	char	   *sql;
-	int			nestlevel;
+	Query	   *q = sw_analyze_window_query(query);
 	ListCell   *lc;
 
-	parse_select(query, &pq);
-	q = analyze_query(copyObject(pq.raw), query);
-	memset(&ctx, 0, sizeof(ctx));
-	ctx.relid = relid;
-	ctx.rows = window_rows_query(relid, size_us);
-	(void) replace_stream_walker((Node *) q, &ctx);
-	if (ctx.replaced == 0)
+	if (sw_replace_stream(q, relid, window_rows_query(relid, size_us)) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("query does not read stream %s", sw_relation_name(relid))));
@@ -1053,31 +720,7 @@ general_window_select(Oid relid, const char *query, int64 size_us)
 		q->groupClause = list_make1(sgc);
 	}
 
-	nestlevel = sw_enter_safe_path();
-	sql = pg_get_querydef(q, false);
-	sw_leave_safe_path(nestlevel);
-	return sql;
-}
-
-/* Does the query qualify for the pane plan?  Then its statements, else NULL. */
-static PanePlan *
-pane_select(Oid relid, const char *query, int64 hop_us, int64 size_us)
-{
-	ParsedQuery pq;
-	List	   *refs = NIL;
-	RangeVar   *rv;
-
-	parse_select(query, &pq);
-	if (pq.select->withClause != NULL)
-		return NULL;
-	find_stream_refs(pq.select->fromClause, relid, &refs);
-	if (list_length(refs) != 1)
-		return NULL;
-	rv = linitial(refs);
-	if (rv->location < 0 || !rv->inh || (rv->alias && rv->alias->colnames != NIL))
-		return NULL;
-	return pane_window_select(&pq, rv, name_end(pq.text, rv->location), relid,
-							  hop_us, size_us);
+	return sw_deparse_query(q);
 }
 
 /*
@@ -1087,14 +730,16 @@ pane_select(Oid relid, const char *query, int64 hop_us, int64 size_us)
 const char *
 sw_choose_plan(Oid relid, const char *query, int64 hop_us, int64 size_us)
 {
-	if (sw_pane_engine && pane_select(relid, query, hop_us, size_us) != NULL)
+	const char *why;
+
+	if (sw_pane_engine && sw_pane_plan(relid, query, hop_us, &why) != NULL)
 		return "pane";
 	return "general";
 }
 
 /* The upsert of a query's rows: "INSERT ... <select> ON CONFLICT ...". */
-static char *
-upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
+char *
+sw_upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
 				 const char *window_start, const char *result)
 {
 	List	   *cols;
@@ -1131,7 +776,7 @@ upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
 	appendStringInfoString(&sql, ") ");
 	if (window_start)
 		appendStringInfo(&sql, "SELECT %s, %s + %s, sw_q.* FROM (%s) sw_q",
-						 window_start, window_start, interval_literal(def->size_us), select);
+						 window_start, window_start, sw_interval_literal(def->size_us), select);
 	else
 		appendStringInfoString(&sql, select);
 	appendStringInfo(&sql, "\nON CONFLICT (%s) DO UPDATE SET %s"
@@ -1140,188 +785,34 @@ upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
 	return sql.data;
 }
 
-/* The parameter types of the pane plan's statement and of the general plan's. */
-static const Oid pane_param_types[5] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
-TIMESTAMPTZOID};
 static const Oid general_param_types[3] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID};
 
 /* The pane plan of a query recorded with it; an error if it no longer qualifies. */
 static PanePlan *
 pane_plan_of(const SwQueryDef *def)
 {
-	PanePlan   *pp = pane_select(def->stream, def->query, def->hop_us, def->size_us);
+	const char *why;
+	PanePlan   *pp = sw_pane_plan(def->stream, def->query, def->hop_us, &why);
 
 	if (pp == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("query \"%s\" no longer qualifies for the pane plan it was created with",
 						def->name),
+				 errdetail("The query does not qualify because %s.", why),
 				 errhint("Drop and create the query again.")));
 	return pp;
 }
 
-/* What a pane table's contents depend on: the server version and its file. */
+/* The general plan's statement: one window's rows upserted ($3 its start). */
 static char *
-pane_stamp(Oid pane_table)
+general_statement(const SwQueryDef *def)
 {
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(pane_table));
-	Oid			filenode;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", pane_table);
-	filenode = ((Form_pg_class) GETSTRUCT(tup))->relfilenode;
-	ReleaseSysCache(tup);
-	return psprintf("%d:%u", PG_VERSION_NUM, filenode);
+	return sw_upsert_statement(def, NULL, general_window_select(def->stream, def->query, def->size_us),
+							   "$3", "SELECT pg_catalog.count(*) FROM sw_ins");
 }
 
-/*
- * Make sure the query's pane table is there and valid, as the query's owner
- * (the current user).  Pane state is a cache of the retained rows: when the
- * table is missing (dropped, never made), or its stamp does not match (it
- * was truncated, restored, or the server upgraded), it is made or emptied
- * and *rebuild is set: the fold then reads every retained row of the open
- * windows again (rows are kept until every window that needs them closed).
- */
-static void
-ensure_pane_table(SwQueryDef *def, PanePlan *pp, bool *rebuild)
-{
-	*rebuild = false;
-	if (OidIsValid(def->pane_table))
-	{
-		char	   *stamp = pane_stamp(def->pane_table);
-
-		if (def->pane_stamp != NULL && strcmp(stamp, def->pane_stamp) == 0)
-			return;
-		sw_spi_exec(psprintf("TRUNCATE %s", sw_relation_name(def->pane_table)),
-					0, NULL, NULL, NULL, SPI_OK_UTILITY);
-	}
-	else
-	{
-		Oid			types[4] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID};
-		Datum		values[4] = {Int64GetDatum(0), PointerGetDatum(construct_empty_array(INT8OID)),
-		TimestampTzGetDatum(DT_NOEND), (Datum) 0};
-		TupleDesc	desc;
-		StringInfoData sql;
-		Oid			nsp = get_rel_namespace(def->result_table);
-		char	   *name;
-
-		if (!OidIsValid(def->result_table))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_TABLE),
-					 errmsg("result table %s of query \"%s\" does not exist",
-							def->result_name, def->name)));
-		/* the partials' types, as PostgreSQL derives them */
-		sw_spi_exec(psprintf("SELECT * FROM (%s) sw_f LIMIT 0", pp->fold_select),
-					4, types, values, "   n", SPI_OK_SELECT);
-		desc = SPI_tuptable->tupdesc;
-		name = ChooseRelationName(get_rel_name(def->result_table), NULL, "panes", nsp, false);
-		initStringInfo(&sql);
-		appendStringInfo(&sql, "CREATE TABLE %s (",
-						 quote_qualified_identifier(get_namespace_name(nsp), name));
-		{
-			/* the fold's output columns, in order, are named in pp->columns */
-			List	   *names = NIL;
-
-			if (!SplitIdentifierString(pstrdup(pp->columns), ',', &names) ||
-				list_length(names) != desc->natts)
-				elog(ERROR, "pane columns \"%s\" do not match the fold", pp->columns);
-			for (int i = 0; i < desc->natts; i++)
-			{
-				Form_pg_attribute att = TupleDescAttr(desc, i);
-
-				appendStringInfo(&sql, "%s%s %s", i > 0 ? ", " : "",
-								 quote_identifier((char *) list_nth(names, i)),
-								 format_type_with_typemod(att->atttypid, att->atttypmod));
-			}
-		}
-		appendStringInfo(&sql, ", UNIQUE NULLS NOT DISTINCT (%s))", pp->conflict);
-		sw_spi_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
-		sw_spi_exec(psprintf("COMMENT ON TABLE %s IS %s",
-							 quote_qualified_identifier(get_namespace_name(nsp), name),
-							 quote_literal_cstr(psprintf("streamwm: pane state of query %s (a cache; "
-														 "rebuilt from the stream when emptied or dropped)",
-														 def->name))),
-					0, NULL, NULL, NULL, SPI_OK_UTILITY);
-		CommandCounterIncrement();
-		def->pane_table = get_relname_relid(name, nsp);
-	}
-	CommandCounterIncrement();
-	*rebuild = true;
-}
-
-/*
- * Record in the catalog the query's pane table, its stamp, and how far the
- * step folded (NULL: not at all).
- */
-static void
-record_panes(SwQueryDef *def, Datum folded)
-{
-	SwRoleContext cx;
-	Oid			ctypes[4] = {TEXTOID, OIDOID, TEXTOID, INT8ARRAYOID};
-	Datum		cvalues[4];
-	char		cnulls[4] = {' ', ' ', ' ', ' '};
-
-	cvalues[0] = CStringGetTextDatum(def->name);
-	cvalues[1] = ObjectIdGetDatum(def->pane_table);
-	cvalues[2] = CStringGetTextDatum(pane_stamp(def->pane_table));
-	cvalues[3] = folded;
-	if (folded == (Datum) 0)
-		cnulls[3] = 'n';
-	sw_enter_catalog(&cx);
-	sw_spi_exec("UPDATE streamwm.query_def SET pane_table = $2, pane_stamp = $3,"
-				" folded_offsets = $4 WHERE name = $1",
-				4, ctypes, cvalues, cnulls, SPI_OK_UPDATE);
-	sw_leave_role(&cx);
-	def->folded_offsets = folded;
-	def->pane_stamp = TextDatumGetCString(cvalues[2]);
-}
-
-/* The statement a step runs for a query, and its parameters. */
-static char *
-window_statement(const SwQueryDef *def, int *nparams, const Oid **types)
-{
-	if (def->pane)
-	{
-		/*
-		 * One statement: fold the step's new rows (sw_fresh); keep the
-		 * partials of panes that windows still open after this step need
-		 * (sw_pane > $5), merged into the pane table; combine every closing
-		 * window from the pane table's rows and the fresh ones (the
-		 * statement's snapshot does not see what sw_keep writes, so nothing
-		 * counts twice); upsert the results.  Parameters: $1 start offset,
-		 * $2 processed offsets, $3 lo (closed_until - size), $4 folded
-		 * offsets (NULL: none), $5 hi (W - size).
-		 */
-		PanePlan   *pp = pane_plan_of(def);
-		char	   *panes;
-		char	   *ctes;
-
-		*nparams = 5;
-		*types = pane_param_types;
-		if (!OidIsValid(def->pane_table))
-			elog(ERROR, "query \"%s\" has no pane table", def->name);
-		panes = sw_relation_name(def->pane_table);
-		ctes = psprintf("sw_fresh(%s) AS (%s), sw_keep AS (INSERT INTO %s AS sw_t (%s)"
-						" SELECT * FROM sw_fresh WHERE sw_fresh.sw_pane > $5"
-						" ON CONFLICT (%s) DO %s%s RETURNING 1), ",
-						pp->columns, pp->fold_select, panes, pp->columns, pp->conflict,
-						pp->merge[0] ? "UPDATE SET " : "NOTHING", pp->merge);
-		return upsert_statement(def, ctes,
-								psprintf(pp->combine_select,
-										 psprintf("(SELECT %s FROM %s UNION ALL SELECT %s FROM sw_fresh)",
-												  pp->columns, panes, pp->columns)),
-								NULL,
-								"SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(sw_c.n), 0)::pg_catalog.int8,"
-								" coalesce(pg_catalog.max(sw_c.n), 0)"
-								" FROM (SELECT pg_catalog.count(*) AS n FROM sw_ins GROUP BY window_start) sw_c");
-	}
-	*nparams = 3;
-	*types = general_param_types;
-	return upsert_statement(def, NULL, general_window_select(def->stream, def->query, def->size_us),
-							"$3", "SELECT pg_catalog.count(*) FROM sw_ins");
-}
-
-/* Prepared statements of the general plan, kept across steps. */
+/* Prepared statements of steps, kept across steps. */
 typedef struct KeptPlan
 {
 	char	   *sql;
@@ -1332,8 +823,8 @@ static List *kept_plans = NIL;
 
 #define SW_MAX_KEPT_PLANS 64
 
-static SPIPlanPtr
-kept_plan(const char *sql, int nparams, const Oid *types)
+SPIPlanPtr
+sw_kept_plan(const char *sql, int nparams, const Oid *types)
 {
 	ListCell   *lc;
 	KeptPlan   *kp;
@@ -1392,8 +883,8 @@ windows_with_rows(const SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
 						 " AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
 						 " AND sw_s.sw_event_time > $3 AND sw_s.sw_event_time < $4 + %s"
 						 " ORDER BY p",
-						 interval_literal(def->hop_us), sw_relation_name(def->stream),
-						 interval_literal(def->size_us)),
+						 sw_interval_literal(def->hop_us), sw_relation_name(def->stream),
+						 sw_interval_literal(def->size_us)),
 				4, types, values, NULL, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -1425,73 +916,41 @@ void
 sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi,
 				  int64 *windows, int64 *rows)
 {
-	int			nparams;
-	const Oid  *types;
 	char	   *sql;
 	bool		isnull;
+	SPIPlanPtr	plan;
+	List	   *starts;
+	ListCell   *lc;
 
-	bool		rebuild = false;
-
-	if (def->pane)
-		ensure_pane_table(def, pane_plan_of(def), &rebuild);
-	sql = window_statement(def, &nparams, &types);
-
-	/* privileges before planning: see sw_check_statement_privileges */
-	sw_check_statement_privileges(sql, nparams, types);
 	*windows = 0;
 	*rows = 0;
 	if (def->pane)
 	{
-		Datum		values[5];
-		char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+		sw_pane_upsert_windows(def, pane_plan_of(def), offsets, lo, hi, windows, rows);
+		return;
+	}
+	sql = general_statement(def);
+	/* privileges before planning: see sw_check_statement_privileges */
+	sw_check_statement_privileges(sql, 3, general_param_types);
+	plan = sw_kept_plan(sql, 3, general_param_types);
+	starts = windows_with_rows(def, offsets, lo, hi);
+	foreach(lc, starts)
+	{
+		Datum		values[3];
+		int64		n;
 
 		values[0] = Int64GetDatum(def->start_offset);
 		values[1] = offsets;
-		values[2] = TimestampTzGetDatum(lo);
-		if (rebuild || def->folded_offsets == (Datum) 0)
-			nulls[3] = 'n';
-		else
-			values[3] = def->folded_offsets;
-		values[4] = TimestampTzGetDatum(hi);
-		if (SPI_execute_plan(kept_plan(sql, nparams, types), values, nulls, false, 0) != SPI_OK_SELECT)
+		values[2] = TimestampTzGetDatum(*(TimestampTz *) lfirst(lc));
+		if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
-		*windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
-		*rows = DatumGetInt64(sw_spi_getdatum(0, 2, &isnull));
-		sw_check_groups_per_window(def->name, DatumGetInt64(sw_spi_getdatum(0, 3, &isnull)));
-		/* panes no open window needs: every window containing them closed */
-		{
-			Oid			tz = TIMESTAMPTZOID;
-
-			sw_spi_exec(psprintf("DELETE FROM %s WHERE sw_pane <= $1",
-								 sw_relation_name(def->pane_table)),
-						1, &tz, &values[4], NULL, SPI_OK_DELETE);
-		}
-		record_panes(def, offsets);
-	}
-	else
-	{
-		SPIPlanPtr	plan = kept_plan(sql, nparams, types);
-		List	   *starts = windows_with_rows(def, offsets, lo, hi);
-		ListCell   *lc;
-
-		foreach(lc, starts)
-		{
-			Datum		values[3];
-			int64		n;
-
-			values[0] = Int64GetDatum(def->start_offset);
-			values[1] = offsets;
-			values[2] = TimestampTzGetDatum(*(TimestampTz *) lfirst(lc));
-			if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT)
-				elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
-			n = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
-			sw_check_groups_per_window(def->name, n);
-			if (n > 0)
-				(*windows)++;
-			*rows += n;
-			SPI_freetuptable(SPI_tuptable);
-			CHECK_FOR_INTERRUPTS();
-		}
+		n = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+		sw_check_groups_per_window(def->name, n);
+		if (n > 0)
+			(*windows)++;
+		*rows += n;
+		SPI_freetuptable(SPI_tuptable);
+		CHECK_FOR_INTERRUPTS();
 	}
 }
 
@@ -1530,15 +989,18 @@ streamwm_window_sql(PG_FUNCTION_ARGS)
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	SwQueryDef *def;
 	SwRoleContext cx;
-	int			nparams;
-	const Oid  *types;
 	char	   *sql;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	def = load_managed_query(name);
 	sw_enter_role(def->owner, def->search_path, &cx);
-	sql = window_statement(def, &nparams, &types);
+	if (def->pane && OidIsValid(def->pane_table))
+		sql = sw_pane_statement(def, pane_plan_of(def));
+	else if (def->pane)
+		sql = "(made at the query's first step)";
+	else
+		sql = general_statement(def);
 	sw_leave_role(&cx);
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(sql));
@@ -1613,18 +1075,14 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	sw_enter_role(def->owner, def->search_path, &cx);
 	PG_TRY();
 	{
-		int			nparams;
-		const Oid  *types;
+		int			nparams = def->pane ? 5 : 3;
+		const Oid  *types = general_param_types;
 
 		/* the pane plan's state table is made now, as the query's owner */
 		if (def->pane)
-		{
-			bool		rebuild;
-
-			ensure_pane_table(def, pane_plan_of(def), &rebuild);
-			record_panes(def, (Datum) 0);
-		}
-		sql = window_statement(def, &nparams, &types);
+			sql = sw_pane_check(def, pane_plan_of(def), &types);
+		else
+			sql = general_statement(def);
 		/* before planning, which may run the query's IMMUTABLE functions */
 		sw_check_statement_privileges(sql, nparams, types);
 		plan = SPI_prepare(sql, nparams, (Oid *) types);

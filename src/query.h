@@ -49,6 +49,14 @@ extern SwQueryDef *sw_load_query(const char *name);
 extern Query *sw_analyze_bound_query(const char *query);
 extern char *sw_deparse_query(Query *q);
 extern List *sw_query_relids(Query *q);
+extern Query *sw_analyze_window_query(const char *query);
+extern Query *sw_analyze_internal(const char *sql, const Oid *types, int ntypes);
+extern int	sw_replace_stream(Query *q, Oid relid, Query *rows);
+extern char *sw_stream_columns_sql(Oid relid, const char *alias);
+extern char *sw_interval_literal(int64 usec);
+extern char *sw_upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
+								 const char *window_start, const char *result);
+extern struct _SPI_plan *sw_kept_plan(const char *sql, int nparams, const Oid *types);
 extern Datum sw_query_reads(Query *q);
 
 #endif							/* STREAMWM_QUERY_H */

@@ -1,0 +1,626 @@
+/*-------------------------------------------------------------------------
+ * aggstate.c
+ *	  Owns running an aggregate in pieces, as PostgreSQL's parallel
+ *	  aggregation does, for the pane plan: a partial state per pane and
+ *	  group, kept as bytes in the query's pane table, and windows assembled
+ *	  from their panes with the aggregate's own combine and final functions
+ *	  (aggtransfn, aggserialfn/aggdeserialfn, aggcombinefn, aggfinalfn from
+ *	  pg_aggregate).
+ *
+ * Three SQL aggregates, each taking the aggregate's OID as a constant:
+ *
+ *	 streamwm.partial(aggregate oid [, its arguments ...]) -> bytea
+ *		 the partial state of <aggregate> over the group's rows, serialized
+ *	 streamwm.merge(state bytea, aggregate oid) -> bytea
+ *		 several serialized states combined into one (a pane that receives
+ *		 rows in several steps)
+ *	 streamwm.combine(state bytea, aggregate oid, result anyelement)
+ *		 -> anyelement: the states combined and finalized, i.e. the
+ *		 aggregate's result over all the rows behind them; the third
+ *		 argument is a typed NULL that fixes the result type
+ *
+ * A serialized state starts with a header naming its aggregate and state
+ * type, followed by the aggregate's serialfn output (state type internal)
+ * or the state type's binary send output.  Reading a state checks the
+ * header, so a state is never read as another aggregate's.  The bytes come
+ * from a table the query's owner owns, so that role can forge them; what
+ * reads them is the aggregate's deserialfn or the type's receive function,
+ * which check their input, and the results go only to that role's own
+ * result table.
+ *
+ * Privileges are checked as nodeAgg.c checks them: the caller must be able
+ * to execute the aggregate, and the aggregate's owner its support
+ * functions.  Each call site caches what it looked up in fn_extra.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parse_agg.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/expandeddatum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/regproc.h"
+#include "utils/syscache.h"
+
+#include "aggstate.h"
+
+PG_FUNCTION_INFO_V1(streamwm_partial_sfunc);
+PG_FUNCTION_INFO_V1(streamwm_state_ffunc);
+PG_FUNCTION_INFO_V1(streamwm_combine_sfunc);
+PG_FUNCTION_INFO_V1(streamwm_combine_ffunc);
+
+#define SW_STATE_VERSION 1
+
+/* The header of a serialized state. */
+typedef struct SwStateHeader
+{
+	int32		version;
+	Oid			aggfnoid;
+	Oid			transtype;
+} SwStateHeader;
+
+/* What a call site knows of its aggregate, looked up once. */
+typedef struct SwAggInfo
+{
+	Oid			aggfnoid;
+	Oid			transtype;
+	int16		translen;
+	bool		transbyval;
+	Oid			rettype;
+	int			nargs;			/* the aggregate's arguments */
+	bool		init_isnull;
+	Datum		initval;		/* in the call site's memory context */
+	bool		final_extra;
+	bool		has_final;
+	FmgrInfo	transfn;		/* valid only in streamwm.partial */
+	FmgrInfo	combinefn;
+	FmgrInfo	finalfn;
+	FmgrInfo	serialfn;		/* state type internal */
+	FmgrInfo	deserialfn;
+	FmgrInfo	sendfn;			/* other state types */
+	FmgrInfo	recvfn;
+	Oid			recv_ioparam;
+} SwAggInfo;
+
+/* One group's state. */
+typedef struct SwAggState
+{
+	SwAggInfo  *info;
+	Datum		value;
+	bool		isnull;
+	bool		notrans;		/* no value yet (NULL initial value, no input) */
+} SwAggState;
+
+static void
+check_execute(Oid fn, Oid role)
+{
+	AclResult	acl;
+
+	if (!OidIsValid(fn))
+		return;
+	acl = pg_proc_aclcheck(fn, role, ACL_EXECUTE);
+	if (acl != ACLCHECK_OK)
+		aclcheck_error(acl, OBJECT_FUNCTION, get_func_name(fn));
+}
+
+/*
+ * Why an aggregate cannot be run in pieces, or NULL when it can.  Shared
+ * by the planner (which falls back to reading the window's rows) and the
+ * functions below (which refuse it).
+ */
+const char *
+sw_agg_piecewise_refusal(Oid aggfnoid)
+{
+	HeapTuple	tup;
+	Form_pg_aggregate agg;
+	const char *why = NULL;
+	Oid		   *argtypes;
+	int			nargs;
+	Oid			rettype;
+
+	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
+	if (!HeapTupleIsValid(tup))
+		return "it is not an aggregate";
+	agg = (Form_pg_aggregate) GETSTRUCT(tup);
+	rettype = get_func_signature(aggfnoid, &argtypes, &nargs);
+	if (agg->aggkind != AGGKIND_NORMAL)
+		why = "it is an ordered-set or hypothetical-set aggregate";
+	else if (!OidIsValid(agg->aggcombinefn))
+		why = "it has no combine function";
+	else if (IsPolymorphicType(agg->aggtranstype) || IsPolymorphicType(rettype))
+		why = "its state or result type is polymorphic";
+	else if (agg->aggtranstype == INTERNALOID &&
+			 (!OidIsValid(agg->aggserialfn) || !OidIsValid(agg->aggdeserialfn)))
+		why = "its internal state has no serialization functions";
+	else if (agg->aggtranstype != INTERNALOID)
+	{
+		HeapTuple	ttup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(agg->aggtranstype));
+
+		if (!HeapTupleIsValid(ttup))
+			why = "its state type is missing";
+		else
+		{
+			Form_pg_type t = (Form_pg_type) GETSTRUCT(ttup);
+
+			if (!OidIsValid(t->typsend) || !OidIsValid(t->typreceive))
+				why = "its state type has no binary send and receive functions";
+			ReleaseSysCache(ttup);
+		}
+	}
+	if (why == NULL && agg->aggfinalextra)
+	{
+		for (int i = 0; i < nargs; i++)
+			if (IsPolymorphicType(argtypes[i]))
+				why = "its final function takes polymorphic arguments";
+	}
+	ReleaseSysCache(tup);
+	return why;
+}
+
+static void
+init_fn(FmgrInfo *fn, Oid fnoid, Expr *expr, MemoryContext cxt)
+{
+	fmgr_info_cxt(fnoid, fn, cxt);
+	fmgr_info_set_expr((Node *) expr, fn);
+}
+
+/*
+ * The call site's aggregate: looked up and checked on first use.
+ * input_types/ninputs are the actual argument types of streamwm.partial
+ * (NULL otherwise).
+ */
+static SwAggInfo *
+agg_info(FunctionCallInfo fcinfo, Oid aggfnoid, Oid *input_types, int ninputs)
+{
+	SwAggInfo  *info = (SwAggInfo *) fcinfo->flinfo->fn_extra;
+	MemoryContext cxt = fcinfo->flinfo->fn_mcxt;
+	HeapTuple	tup;
+	Form_pg_aggregate agg;
+	const char *why;
+	Oid		   *argtypes;
+	Oid			owner;
+	Oid			collation = fcinfo->fncollation;
+	Expr	   *expr;
+	bool		isnull;
+	Datum		initval_text;
+
+	if (info != NULL && info->aggfnoid == aggfnoid)
+		return info;
+
+	why = sw_agg_piecewise_refusal(aggfnoid);
+	if (why != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("aggregate %s cannot be computed in panes: %s",
+						format_procedure(aggfnoid), why)));
+	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for aggregate %u", aggfnoid);
+	agg = (Form_pg_aggregate) GETSTRUCT(tup);
+
+	info = MemoryContextAllocZero(cxt, sizeof(SwAggInfo));
+	info->aggfnoid = aggfnoid;
+	info->transtype = agg->aggtranstype;
+	get_typlenbyval(info->transtype, &info->translen, &info->transbyval);
+	info->rettype = get_func_signature(aggfnoid, &argtypes, &info->nargs);
+	info->final_extra = agg->aggfinalextra;
+
+	/* as nodeAgg.c: the caller runs the aggregate, its owner the parts */
+	check_execute(aggfnoid, GetUserId());
+	{
+		HeapTuple	ptup = SearchSysCache1(PROCOID, ObjectIdGetDatum(aggfnoid));
+
+		if (!HeapTupleIsValid(ptup))
+			elog(ERROR, "cache lookup failed for function %u", aggfnoid);
+		owner = ((Form_pg_proc) GETSTRUCT(ptup))->proowner;
+		ReleaseSysCache(ptup);
+	}
+	check_execute(agg->aggtransfn, owner);
+	check_execute(agg->aggcombinefn, owner);
+	check_execute(agg->aggfinalfn, owner);
+	check_execute(agg->aggserialfn, owner);
+	check_execute(agg->aggdeserialfn, owner);
+
+	if (input_types != NULL)
+	{
+		/* the arguments must be the aggregate's own, as the parser made them */
+		if (ninputs != info->nargs)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("aggregate %s takes %d arguments, not %d",
+							format_procedure(aggfnoid), info->nargs, ninputs)));
+		for (int i = 0; i < ninputs; i++)
+			if (argtypes[i] != input_types[i] && argtypes[i] != ANYOID &&
+				!IsPolymorphicType(argtypes[i]))
+				ereport(ERROR,
+						(errcode(ERRCODE_DATATYPE_MISMATCH),
+						 errmsg("argument %d of aggregate %s is %s, not %s", i + 1,
+								format_procedure(aggfnoid), format_type_be(input_types[i]),
+								format_type_be(argtypes[i]))));
+		build_aggregate_transfn_expr(input_types, ninputs, 0, false, info->transtype,
+									 collation, agg->aggtransfn, InvalidOid, &expr, NULL);
+		init_fn(&info->transfn, agg->aggtransfn, expr, cxt);
+	}
+	/* the combine function's expression is a transition function's over the state */
+	build_aggregate_transfn_expr(&info->transtype, 1, 0, false, info->transtype,
+								 collation, agg->aggcombinefn, InvalidOid, &expr, NULL);
+	init_fn(&info->combinefn, agg->aggcombinefn, expr, cxt);
+	if (OidIsValid(agg->aggfinalfn))
+	{
+		info->has_final = true;
+		build_aggregate_finalfn_expr(argtypes, 1 + (info->final_extra ? info->nargs : 0),
+									 info->transtype, info->rettype, collation,
+									 agg->aggfinalfn, &expr);
+		init_fn(&info->finalfn, agg->aggfinalfn, expr, cxt);
+	}
+	if (info->transtype == INTERNALOID)
+	{
+		build_aggregate_serialfn_expr(agg->aggserialfn, &expr);
+		init_fn(&info->serialfn, agg->aggserialfn, expr, cxt);
+		build_aggregate_deserialfn_expr(agg->aggdeserialfn, &expr);
+		init_fn(&info->deserialfn, agg->aggdeserialfn, expr, cxt);
+	}
+	else
+	{
+		Oid			fn;
+		bool		varlena;
+
+		getTypeBinaryOutputInfo(info->transtype, &fn, &varlena);
+		fmgr_info_cxt(fn, &info->sendfn, cxt);
+		getTypeBinaryInputInfo(info->transtype, &fn, &info->recv_ioparam);
+		fmgr_info_cxt(fn, &info->recvfn, cxt);
+	}
+
+	initval_text = SysCacheGetAttr(AGGFNOID, tup, Anum_pg_aggregate_agginitval, &isnull);
+	info->init_isnull = isnull;
+	if (!isnull)
+	{
+		Oid			typinput;
+		Oid			typioparam;
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		getTypeInputInfo(info->transtype, &typinput, &typioparam);
+		info->initval = OidInputFunctionCall(typinput, TextDatumGetCString(initval_text),
+											 typioparam, -1);
+		MemoryContextSwitchTo(old);
+	}
+	ReleaseSysCache(tup);
+	fcinfo->flinfo->fn_extra = info;
+	return info;
+}
+
+static MemoryContext
+agg_context(FunctionCallInfo fcinfo)
+{
+	MemoryContext cxt;
+
+	if (!AggCheckCallContext(fcinfo, &cxt))
+		elog(ERROR, "streamwm aggregate support function called in non-aggregate context");
+	return cxt;
+}
+
+/* A new group's state: the aggregate's initial value, in the group's context. */
+static SwAggState *
+new_state(SwAggInfo *info, MemoryContext cxt)
+{
+	SwAggState *st = MemoryContextAllocZero(cxt, sizeof(SwAggState));
+
+	st->info = info;
+	st->isnull = info->init_isnull;
+	st->notrans = info->init_isnull;
+	if (!info->init_isnull)
+	{
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		st->value = datumCopy(info->initval, info->transbyval, info->translen);
+		MemoryContextSwitchTo(old);
+	}
+	return st;
+}
+
+/*
+ * Keep what a transition or combine function returned as the state, as
+ * nodeAgg.c does: a new by-reference value is copied into the group's
+ * context (unless it is an expanded object already there) and the old one
+ * freed.
+ */
+static void
+keep_value(SwAggState *st, Datum value, bool isnull, MemoryContext cxt)
+{
+	SwAggInfo  *info = st->info;
+
+	if (!info->transbyval && DatumGetPointer(value) != DatumGetPointer(st->value))
+	{
+		if (!isnull)
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			if (!(DatumIsReadWriteExpandedObject(value, false, info->translen) &&
+				  MemoryContextGetParent(DatumGetEOHP(value)->eoh_context) == cxt))
+				value = datumCopy(value, info->transbyval, info->translen);
+			MemoryContextSwitchTo(old);
+		}
+		if (!st->isnull)
+		{
+			if (DatumIsReadWriteExpandedObject(st->value, false, info->translen))
+				DeleteExpandedObject(st->value);
+			else
+				pfree(DatumGetPointer(st->value));
+		}
+	}
+	st->value = value;
+	st->isnull = isnull;
+	st->notrans = false;
+}
+
+/*
+ * A strict transition or combine function is not called with a NULL: the
+ * first non-NULL input becomes the state when there is none yet, and a
+ * NULL state stays NULL.  Returns true when the input was consumed so.
+ */
+static bool
+strict_step(SwAggState *st, FmgrInfo *fn, Datum input, bool input_null, MemoryContext cxt)
+{
+	if (!fn->fn_strict)
+		return false;
+	if (input_null)
+		return true;
+	if (st->notrans)
+	{
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		st->value = datumCopy(input, st->info->transbyval, st->info->translen);
+		MemoryContextSwitchTo(old);
+		st->isnull = false;
+		st->notrans = false;
+		return true;
+	}
+	return st->isnull;
+}
+
+/*
+ * streamwm._partial_sfunc(internal, aggregate oid [, VARIADIC "any"]):
+ * the aggregate's transition function over one row.
+ */
+Datum
+streamwm_partial_sfunc(PG_FUNCTION_ARGS)
+{
+	MemoryContext cxt = agg_context(fcinfo);
+	int			ninputs = PG_NARGS() - 2;
+	SwAggState *st;
+	LOCAL_FCINFO(inner, FUNC_MAX_ARGS);
+	Datum		value;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the aggregate of streamwm.partial must not be NULL")));
+	if (PG_ARGISNULL(0))
+	{
+		Oid			types[FUNC_MAX_ARGS];
+
+		for (int i = 0; i < ninputs; i++)
+			types[i] = get_fn_expr_argtype(fcinfo->flinfo, i + 2);
+		st = new_state(agg_info(fcinfo, PG_GETARG_OID(1), types, ninputs), cxt);
+	}
+	else
+	{
+		st = (SwAggState *) PG_GETARG_POINTER(0);
+		if (st->info->aggfnoid != PG_GETARG_OID(1))
+			elog(ERROR, "streamwm.partial called with another aggregate in the same group");
+	}
+
+	if (st->info->transfn.fn_strict)
+	{
+		for (int i = 0; i < ninputs; i++)
+			if (PG_ARGISNULL(i + 2))
+				PG_RETURN_POINTER(st);
+		if (ninputs > 0 &&
+			strict_step(st, &st->info->transfn, PG_GETARG_DATUM(2), false, cxt))
+			PG_RETURN_POINTER(st);
+		if (st->isnull)
+			PG_RETURN_POINTER(st);
+	}
+	InitFunctionCallInfoData(*inner, &st->info->transfn, ninputs + 1,
+							 fcinfo->fncollation, fcinfo->context, NULL);
+	inner->args[0].value = st->value;
+	inner->args[0].isnull = st->isnull;
+	for (int i = 0; i < ninputs; i++)
+		inner->args[i + 1] = fcinfo->args[i + 2];
+	value = FunctionCallInvoke(inner);
+	keep_value(st, value, inner->isnull, cxt);
+	PG_RETURN_POINTER(st);
+}
+
+/*
+ * streamwm._state_ffunc(internal) -> bytea: the state serialized, behind
+ * its header; NULL when the group had no input or its state is NULL.
+ */
+Datum
+streamwm_state_ffunc(PG_FUNCTION_ARGS)
+{
+	SwAggState *st;
+	SwAggInfo  *info;
+	SwStateHeader hdr;
+	bytea	   *payload;
+	bytea	   *result;
+	Size		len;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	st = (SwAggState *) PG_GETARG_POINTER(0);
+	info = st->info;
+	if (st->isnull)
+		PG_RETURN_NULL();
+	if (info->transtype == INTERNALOID)
+	{
+		LOCAL_FCINFO(inner, 1);
+
+		InitFunctionCallInfoData(*inner, &info->serialfn, 1, InvalidOid, fcinfo->context, NULL);
+		inner->args[0].value = st->value;
+		inner->args[0].isnull = false;
+		payload = DatumGetByteaPP(FunctionCallInvoke(inner));
+		if (inner->isnull)
+			elog(ERROR, "serialization function of aggregate %u returned NULL", info->aggfnoid);
+	}
+	else
+		payload = SendFunctionCall(&info->sendfn, st->value);
+
+	hdr.version = SW_STATE_VERSION;
+	hdr.aggfnoid = info->aggfnoid;
+	hdr.transtype = info->transtype;
+	len = VARSIZE_ANY_EXHDR(payload);
+	result = palloc(VARHDRSZ + sizeof(hdr) + len);
+	SET_VARSIZE(result, VARHDRSZ + sizeof(hdr) + len);
+	memcpy(VARDATA(result), &hdr, sizeof(hdr));
+	memcpy(VARDATA(result) + sizeof(hdr), VARDATA_ANY(payload), len);
+	PG_RETURN_BYTEA_P(result);
+}
+
+/* A serialized state read back, after checking it is this aggregate's. */
+static Datum
+read_state(FunctionCallInfo fcinfo, SwAggInfo *info, bytea *bytes)
+{
+	SwStateHeader hdr;
+	Size		len = VARSIZE_ANY_EXHDR(bytes);
+	const char *data = VARDATA_ANY(bytes);
+	StringInfoData buf;
+	Datum		value;
+
+	if (len < sizeof(hdr))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("pane state is too short")));
+	memcpy(&hdr, data, sizeof(hdr));
+	if (hdr.version != SW_STATE_VERSION || hdr.aggfnoid != info->aggfnoid ||
+		hdr.transtype != info->transtype)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("pane state is not a state of aggregate %s",
+						format_procedure(info->aggfnoid))));
+	initStringInfo(&buf);
+	appendBinaryStringInfo(&buf, data + sizeof(hdr), len - sizeof(hdr));
+	if (info->transtype == INTERNALOID)
+	{
+		LOCAL_FCINFO(inner, 2);
+		bytea	   *payload = palloc(VARHDRSZ + buf.len);
+
+		SET_VARSIZE(payload, VARHDRSZ + buf.len);
+		memcpy(VARDATA(payload), buf.data, buf.len);
+		InitFunctionCallInfoData(*inner, &info->deserialfn, 2, InvalidOid, fcinfo->context, NULL);
+		inner->args[0].value = PointerGetDatum(payload);
+		inner->args[0].isnull = false;
+		inner->args[1].value = (Datum) 0;
+		inner->args[1].isnull = false;
+		value = FunctionCallInvoke(inner);
+		if (inner->isnull)
+			elog(ERROR, "deserialization function of aggregate %u returned NULL", info->aggfnoid);
+		return value;
+	}
+	value = ReceiveFunctionCall(&info->recvfn, &buf, info->recv_ioparam, -1);
+	if (buf.cursor != buf.len)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+				 errmsg("incorrect binary data format in pane state")));
+	return value;
+}
+
+/*
+ * streamwm._combine_sfunc(internal, state bytea, aggregate oid
+ * [, result anyelement]): one more serialized state combined in.
+ */
+Datum
+streamwm_combine_sfunc(PG_FUNCTION_ARGS)
+{
+	MemoryContext cxt = agg_context(fcinfo);
+	SwAggState *st;
+	SwAggInfo  *info;
+	Datum		input = (Datum) 0;
+	bool		input_null = PG_ARGISNULL(1);
+	Datum		value;
+	LOCAL_FCINFO(inner, 2);
+
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the aggregate of streamwm.combine must not be NULL")));
+	if (PG_ARGISNULL(0))
+		st = new_state(agg_info(fcinfo, PG_GETARG_OID(2), NULL, 0), cxt);
+	else
+	{
+		st = (SwAggState *) PG_GETARG_POINTER(0);
+		if (st->info->aggfnoid != PG_GETARG_OID(2))
+			elog(ERROR, "streamwm.combine called with another aggregate in the same group");
+	}
+	info = st->info;
+	if (!input_null)
+		input = read_state(fcinfo, info, PG_GETARG_BYTEA_PP(1));
+	if (strict_step(st, &info->combinefn, input, input_null, cxt))
+		PG_RETURN_POINTER(st);
+	InitFunctionCallInfoData(*inner, &info->combinefn, 2, fcinfo->fncollation,
+							 fcinfo->context, NULL);
+	inner->args[0].value = st->value;
+	inner->args[0].isnull = st->isnull;
+	inner->args[1].value = input;
+	inner->args[1].isnull = input_null;
+	value = FunctionCallInvoke(inner);
+	keep_value(st, value, inner->isnull, cxt);
+	PG_RETURN_POINTER(st);
+}
+
+/*
+ * streamwm._combine_ffunc(internal, bytea, oid, anyelement) -> anyelement:
+ * the aggregate's final function over the combined state.
+ */
+Datum
+streamwm_combine_ffunc(PG_FUNCTION_ARGS)
+{
+	SwAggState *st;
+	SwAggInfo  *info;
+	Datum		result;
+	LOCAL_FCINFO(inner, FUNC_MAX_ARGS);
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();		/* no input row at all */
+	st = (SwAggState *) PG_GETARG_POINTER(0);
+	info = st->info;
+	if (get_fn_expr_rettype(fcinfo->flinfo) != info->rettype)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("aggregate %s returns %s, not %s", format_procedure(info->aggfnoid),
+						format_type_be(info->rettype),
+						format_type_be(get_fn_expr_rettype(fcinfo->flinfo)))));
+	if (!info->has_final)
+	{
+		if (st->isnull)
+			PG_RETURN_NULL();
+		PG_RETURN_DATUM(datumCopy(st->value, info->transbyval, info->translen));
+	}
+	InitFunctionCallInfoData(*inner, &info->finalfn,
+							 1 + (info->final_extra ? info->nargs : 0),
+							 fcinfo->fncollation, fcinfo->context, NULL);
+	inner->args[0].value = st->value;
+	inner->args[0].isnull = st->isnull;
+	for (int i = 1; i < inner->nargs; i++)
+	{
+		inner->args[i].value = (Datum) 0;
+		inner->args[i].isnull = true;
+	}
+	if (info->finalfn.fn_strict && st->isnull)
+		PG_RETURN_NULL();
+	result = FunctionCallInvoke(inner);
+	if (inner->isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
+}

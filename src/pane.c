@@ -1,0 +1,690 @@
+/*-------------------------------------------------------------------------
+ * pane.c
+ *	  Owns the pane plan: whether a window query qualifies, the statements
+ *	  derived from its analyzed tree, and the query's pane table (its
+ *	  layout, stamp, rebuild and pruning).
+ *
+ * Each row is aggregated once, into its pane [n*hop, (n+1)*hop), when a
+ * step first reads it (the fold): for the query
+ *
+ *	 SELECT k % 10 AS b, sum(v) / count(*) AS r FROM s WHERE v > 0
+ *	  GROUP BY k % 10 HAVING max(v) > 5
+ *
+ * the fold is the user's tree with the stream replaced by the step's new
+ * rows (each with its pane), grouped by pane and the GROUP BY expressions,
+ * every aggregate call replaced by streamwm.partial() of it (its partial
+ * state, src/aggstate.c):
+ *
+ *	 SELECT s.sw_pane, s.k % 10, streamwm.partial(<sum>, s.v),
+ *			streamwm.partial(<count>), streamwm.partial(<max>, s.v)
+ *	   FROM (<new rows>) s WHERE s.v > 0 GROUP BY s.sw_pane, s.k % 10
+ *
+ * A closing window combines its size/hop panes: the user's output
+ * expressions and HAVING with each GROUP BY expression replaced by the pane
+ * table's key column and each aggregate by streamwm.combine() of its state
+ * column (the aggregate's combine and final functions):
+ *
+ *	 SELECT ws, ws + size, sw_p.sw_k1,
+ *			combine(sw_p.sw_a1, <sum>) / combine(sw_p.sw_a2, <count>)
+ *	   FROM <panes> sw_p, <the closing windows containing sw_p.sw_pane> ws
+ *	  GROUP BY ws, sw_p.sw_k1 HAVING combine(sw_p.sw_a3, <max>) > 5
+ *
+ * One statement per step: fold the new rows (sw_fresh); merge the states
+ * of panes that windows still open need into the pane table (sw_keep);
+ * combine every closing window from the pane table's rows and the fresh
+ * ones (the statement's snapshot does not see what sw_keep writes, so
+ * nothing counts twice); upsert the results.  Then the panes no open
+ * window needs are deleted, and query_def records how far the query has
+ * folded, all in the step's transaction (SPEC section 8: exactly once).
+ *
+ * Pane state is a cache of the retained rows: a pane table that is missing,
+ * emptied, restored, of another layout, or built by another server version
+ * or for other aggregates (its stamp) is made anew and the fold reads every
+ * retained row of the open windows again.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_aggregate.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "executor/spi.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_func.h"
+#include "parser/parse_oper.h"
+#include "parser/parsetree.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/syscache.h"
+
+#include "aggstate.h"
+#include "catalog.h"
+#include "limit.h"
+#include "pane.h"
+#include "query.h"
+
+/* The pane plan of a query, derived from its analyzed tree. */
+struct PanePlan
+{
+	char	   *fold_select;	/* sw_pane, sw_k1.., sw_a1.. of the step's new rows */
+	int			nkeys;
+	Oid		   *key_types;
+	int32	   *key_typmods;
+	int			naggs;
+	Oid		   *aggs;			/* the aggregate of each state column */
+	List	   *outputs;		/* output expressions over the pane table */
+	Node	   *having;			/* HAVING over the pane table, or NULL */
+};
+
+/* Replacing the user's expressions by expressions over the pane table. */
+typedef struct OverPanes
+{
+	List	   *keys;			/* GROUP BY expressions, in key column order */
+	List	   *aggs;			/* distinct aggregate calls, in state column order */
+	bool		ungrouped;		/* a stream column outside keys and aggregates */
+} OverPanes;
+
+static Oid
+streamwm_function(const char *name, int nargs, const Oid *argtypes)
+{
+	return LookupFuncName(list_make2(makeString("streamwm"), makeString(pstrdup(name))),
+						  nargs, argtypes, false);
+}
+
+static bool
+collect_aggs(Node *node, OverPanes *op)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Aggref))
+	{
+		ListCell   *lc;
+
+		foreach(lc, op->aggs)
+			if (equal(lfirst(lc), node))
+				return false;
+		op->aggs = lappend(op->aggs, node);
+		return false;
+	}
+	return expression_tree_walker(node, collect_aggs, op);
+}
+
+/* Column n (1-based) of the pane table, as a Var of range-table entry 1. */
+static Var *
+pane_column(int n, Oid type, int32 typmod, Oid collation)
+{
+	return makeVar(1, n, type, typmod, collation, 0);
+}
+
+static TargetEntry *
+arg(Expr *e, int resno)
+{
+	return makeTargetEntry(e, resno, NULL, false);
+}
+
+static Node *
+over_panes_mutator(Node *node, OverPanes *op)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	if (node == NULL)
+		return NULL;
+	foreach(lc, op->keys)
+	{
+		Node	   *key = lfirst(lc);
+
+		i++;
+		if (equal(node, key))
+			return (Node *) pane_column(1 + i, exprType(key), exprTypmod(key),
+										exprCollation(key));
+	}
+	if (IsA(node, Aggref))
+	{
+		Aggref	   *orig = (Aggref *) node;
+		Aggref	   *a = makeNode(Aggref);
+		Oid			types[3] = {BYTEAOID, OIDOID, ANYELEMENTOID};
+		Const	   *result;
+		int			j = 0;
+
+		foreach(lc, op->aggs)
+		{
+			j++;
+			if (equal(lfirst(lc), node))
+				break;
+		}
+		result = makeNullConst(orig->aggtype, -1,
+							   type_is_collatable(orig->aggtype) ? orig->inputcollid : InvalidOid);
+		a->aggfnoid = streamwm_function("combine", 3, types);
+		a->aggtype = orig->aggtype;
+		a->aggcollid = orig->aggcollid;
+		a->inputcollid = orig->inputcollid;
+		a->aggargtypes = list_make3_oid(BYTEAOID, OIDOID, orig->aggtype);
+		a->args = list_make3(arg((Expr *) pane_column(1 + list_length(op->keys) + j,
+													  BYTEAOID, -1, InvalidOid), 1),
+							 arg((Expr *) makeConst(OIDOID, -1, InvalidOid, sizeof(Oid),
+													ObjectIdGetDatum(orig->aggfnoid),
+													false, true), 2),
+							 arg((Expr *) result, 3));
+		a->aggkind = AGGKIND_NORMAL;
+		a->aggsplit = AGGSPLIT_SIMPLE;
+		a->aggno = a->aggtransno = -1;
+		a->location = -1;
+		return (Node *) a;
+	}
+	if (IsA(node, Var) && ((Var *) node)->varlevelsup == 0)
+		op->ungrouped = true;
+	return expression_tree_mutator(node, over_panes_mutator, op);
+}
+
+/* The partial state of an aggregate call: streamwm.partial(<aggregate>, <its arguments>). */
+static Aggref *
+partial_aggref(Aggref *orig)
+{
+	Aggref	   *a = makeNode(Aggref);
+	Oid			types[2] = {OIDOID, ANYOID};
+	ListCell   *lc;
+
+	a->aggfnoid = streamwm_function("partial", orig->args == NIL ? 1 : 2, types);
+	a->aggtype = BYTEAOID;
+	a->inputcollid = orig->inputcollid;
+	a->aggargtypes = list_make1_oid(OIDOID);
+	a->args = list_make1(arg((Expr *) makeConst(OIDOID, -1, InvalidOid, sizeof(Oid),
+												ObjectIdGetDatum(orig->aggfnoid), false, true),
+							 1));
+	foreach(lc, orig->args)
+	{
+		Expr	   *e = lfirst_node(TargetEntry, lc)->expr;
+
+		a->aggargtypes = lappend_oid(a->aggargtypes, exprType((Node *) e));
+		a->args = lappend(a->args, arg(copyObject(e), list_length(a->args) + 1));
+	}
+	a->aggfilter = copyObject(orig->aggfilter);
+	a->aggkind = AGGKIND_NORMAL;
+	a->aggsplit = AGGSPLIT_SIMPLE;
+	a->aggno = a->aggtransno = -1;
+	a->location = -1;
+	return a;
+}
+
+/*
+ * What replaces the stream in the fold: the rows a step has read and the
+ * query has not folded yet (by offset, per partition, on the stream's
+ * primary key), not late, in a window still open, each with its pane as
+ * one more column.  Parameters: $1 the query's start offset, $2 each
+ * partition's processed offset, $3 lo (rows at or before it are in no open
+ * window), $4 each partition's folded offset (NULL: none).
+ */
+static Query *
+fold_rows_query(Oid relid, int64 hop_us)
+{
+	Oid			types[5] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
+	TIMESTAMPTZOID};
+	char	   *sql;
+
+	sql = psprintf("SELECT %s, streamwm.window_start(sw_s.sw_event_time, %s) AS sw_pane"
+				   " FROM pg_catalog.unnest($2::pg_catalog.int8[]) WITH ORDINALITY AS sw_o(done, n)"
+				   " CROSS JOIN LATERAL (SELECT sw_r.* FROM ONLY %s sw_r"
+				   " WHERE sw_r.sw_partition = (sw_o.n - 1)::pg_catalog.int4"
+				   " AND sw_r.sw_offset > GREATEST($1, coalesce(($4::pg_catalog.int8[])[sw_o.n], 0))"
+				   " AND sw_r.sw_offset <= sw_o.done) sw_s"
+				   " WHERE sw_s.sw_event_time > $3"
+				   " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
+				   " WHERE sw_l.stream = '%u'::pg_catalog.oid"
+				   " AND sw_l.partition = sw_s.sw_partition"
+				   " AND sw_l.sw_offset = sw_s.sw_offset)",
+				   sw_stream_columns_sql(relid, "sw_s"), sw_interval_literal(hop_us),
+				   sw_relation_name(relid), relid);
+	return sw_analyze_internal(sql, types, lengthof(types));
+}
+
+/*
+ * Why a query does not qualify for the pane plan (the general plan then
+ * computes it), or NULL when it does.
+ */
+static const char *
+refusal(Query *q, Oid relid)
+{
+	RangeTblEntry *rte;
+
+	if (list_length(q->rtable) != 1)
+		return "it reads more than the stream";
+	rte = linitial(q->rtable);
+	if (rte->rtekind != RTE_RELATION || rte->relid != relid)
+		return "it reads the stream through a subquery";
+	if (q->hasSubLinks || q->cteList != NIL)
+		return "it has a subquery or WITH";
+	if (q->groupingSets != NIL || q->hasWindowFuncs || q->hasTargetSRFs ||
+		q->distinctClause != NIL || q->sortClause != NIL || q->setOperations != NULL)
+		return "it has grouping sets, window functions, set-returning functions, DISTINCT or ORDER BY";
+	if (!q->hasAggs && q->groupClause == NIL)
+		return "it does not aggregate";
+	return NULL;
+}
+
+/*
+ * The pane plan of a query over stream relid, or NULL (and *why) when it
+ * does not qualify.
+ */
+PanePlan *
+sw_pane_plan(Oid relid, const char *query, int64 hop_us, const char **why)
+{
+	Query	   *q = sw_analyze_window_query(query);
+	Query	   *fq;
+	PanePlan   *pp;
+	OverPanes	op;
+	ListCell   *lc;
+	List	   *tlist = NIL;
+	List	   *group = NIL;
+	SortGroupClause *sgc;
+	RangeTblEntry *rte;
+	Index		maxref = 0;
+	int			i;
+
+	*why = refusal(q, relid);
+	if (*why != NULL)
+		return NULL;
+
+	memset(&op, 0, sizeof(op));
+	foreach(lc, q->groupClause)
+	{
+		Node	   *key = get_sortgroupclause_expr(lfirst_node(SortGroupClause, lc),
+												   q->targetList);
+
+		if (!OidIsValid(GetDefaultOpClass(exprType(key), BTREE_AM_OID)))
+		{
+			*why = "a GROUP BY expression's type has no default btree operator class";
+			return NULL;
+		}
+		if (contain_volatile_functions(key))
+		{
+			*why = "a GROUP BY expression is volatile";
+			return NULL;
+		}
+		op.keys = lappend(op.keys, key);
+	}
+	(void) collect_aggs((Node *) q->targetList, &op);
+	(void) collect_aggs(q->havingQual, &op);
+	foreach(lc, op.aggs)
+	{
+		Aggref	   *a = lfirst_node(Aggref, lc);
+
+		if (a->aggdistinct != NIL || a->aggorder != NIL)
+		{
+			*why = "an aggregate call has DISTINCT or ORDER BY";
+			return NULL;
+		}
+		if (a->aggvariadic || a->agglevelsup != 0)
+		{
+			*why = "an aggregate call is VARIADIC";
+			return NULL;
+		}
+		*why = sw_agg_piecewise_refusal(a->aggfnoid);
+		if (*why != NULL)
+			return NULL;
+	}
+
+	pp = palloc0(sizeof(PanePlan));
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		if (!tle->resjunk)
+			pp->outputs = lappend(pp->outputs,
+								  over_panes_mutator(copyObject((Node *) tle->expr), &op));
+		maxref = Max(maxref, tle->ressortgroupref);
+	}
+	pp->having = over_panes_mutator(copyObject(q->havingQual), &op);
+	if (op.ungrouped)
+	{
+		*why = "it outputs a column that is neither grouped nor aggregated";
+		return NULL;
+	}
+
+	/* the fold: the user's tree over the new rows, grouped by pane and keys */
+	fq = copyObject(q);
+	if (sw_replace_stream(fq, relid, fold_rows_query(relid, hop_us)) != 1)
+		elog(ERROR, "stream %u not replaced in the fold", relid);
+	rte = linitial(fq->rtable);
+	rte->eref->colnames = lappend(rte->eref->colnames, makeString(pstrdup("sw_pane")));
+	tlist = lappend(tlist, makeTargetEntry((Expr *) makeVar(1, list_length(rte->eref->colnames),
+															  TIMESTAMPTZOID, -1, InvalidOid, 0),
+										   1, pstrdup("sw_pane"), false));
+	llast_node(TargetEntry, tlist)->ressortgroupref = maxref + 1;
+	sgc = makeNode(SortGroupClause);
+	sgc->tleSortGroupRef = maxref + 1;
+	get_sort_group_operators(TIMESTAMPTZOID, true, true, false,
+							 &sgc->sortop, &sgc->eqop, NULL, &sgc->hashable);
+	group = list_make1(sgc);
+	pp->nkeys = list_length(op.keys);
+	pp->key_types = palloc(sizeof(Oid) * (pp->nkeys + 1));
+	pp->key_typmods = palloc(sizeof(int32) * (pp->nkeys + 1));
+	i = 0;
+	foreach(lc, q->groupClause)
+	{
+		SortGroupClause *orig = lfirst_node(SortGroupClause, lc);
+		TargetEntry *key = get_sortgroupclause_tle(orig, q->targetList);
+
+		pp->key_types[i] = exprType((Node *) key->expr);
+		pp->key_typmods[i] = exprTypmod((Node *) key->expr);
+		i++;
+		tlist = lappend(tlist, makeTargetEntry(copyObject(key->expr), list_length(tlist) + 1,
+											   psprintf("sw_k%d", i), false));
+		llast_node(TargetEntry, tlist)->ressortgroupref = key->ressortgroupref;
+		group = lappend(group, copyObject(orig));
+	}
+	pp->naggs = list_length(op.aggs);
+	pp->aggs = palloc(sizeof(Oid) * (pp->naggs + 1));
+	i = 0;
+	foreach(lc, op.aggs)
+	{
+		Aggref	   *a = lfirst_node(Aggref, lc);
+
+		pp->aggs[i++] = a->aggfnoid;
+		tlist = lappend(tlist, makeTargetEntry((Expr *) partial_aggref(a), list_length(tlist) + 1,
+											   psprintf("sw_a%d", i), false));
+	}
+	fq->targetList = tlist;
+	fq->groupClause = group;
+	fq->groupDistinct = false;
+	fq->havingQual = NULL;
+	fq->hasAggs = pp->naggs > 0;
+	pp->fold_select = sw_deparse_query(fq);
+	return pp;
+}
+
+/* Its column list: sw_pane, sw_k1, .., sw_a1, .. */
+static char *
+pane_columns(const PanePlan *pp, const char *prefix, int nkeys_only)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	appendStringInfo(&s, "%ssw_pane", prefix);
+	for (int i = 1; i <= pp->nkeys; i++)
+		appendStringInfo(&s, ", %ssw_k%d", prefix, i);
+	if (!nkeys_only)
+		for (int i = 1; i <= pp->naggs; i++)
+			appendStringInfo(&s, ", %ssw_a%d", prefix, i);
+	return s.data;
+}
+
+/*
+ * What a pane table's contents depend on: the server version, the table's
+ * file (a restore or TRUNCATE makes a new one) and the aggregates.
+ */
+static char *
+pane_stamp(const PanePlan *pp, Oid pane_table)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(pane_table));
+	StringInfoData s;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", pane_table);
+	initStringInfo(&s);
+	appendStringInfo(&s, "%d:%u:", PG_VERSION_NUM,
+					 ((Form_pg_class) GETSTRUCT(tup))->relfilenode);
+	ReleaseSysCache(tup);
+	for (int i = 0; i < pp->naggs; i++)
+		appendStringInfo(&s, "%s%u", i > 0 ? "," : "", pp->aggs[i]);
+	return s.data;
+}
+
+/* Does the pane table have exactly the plan's columns? */
+static bool
+pane_layout_matches(const PanePlan *pp, Oid pane_table)
+{
+	Relation	rel = table_open(pane_table, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			n = 0;
+	bool		ok = true;
+
+	for (int i = 0; i < desc->natts && ok; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		Oid			type;
+		int32		typmod = -1;
+
+		if (att->attisdropped)
+		{
+			ok = false;
+			break;
+		}
+		if (n == 0)
+			type = TIMESTAMPTZOID;
+		else if (n <= pp->nkeys)
+		{
+			type = pp->key_types[n - 1];
+			typmod = pp->key_typmods[n - 1];
+		}
+		else
+			type = BYTEAOID;
+		ok = att->atttypid == type && att->atttypmod == typmod;
+		n++;
+	}
+	table_close(rel, AccessShareLock);
+	return ok && n == 1 + pp->nkeys + pp->naggs;
+}
+
+/*
+ * Make sure the query's pane table is there and valid, as the query's owner
+ * (the current user); *rebuild is set when it was made or emptied: the fold
+ * then reads every retained row of the open windows again (rows are kept
+ * until every window that needs them closed).
+ */
+void
+sw_ensure_pane_table(SwQueryDef *def, const PanePlan *pp, bool *rebuild)
+{
+	Oid			nsp;
+	char	   *name;
+	StringInfoData sql;
+
+	*rebuild = false;
+	if (OidIsValid(def->pane_table))
+	{
+		if (!pane_layout_matches(pp, def->pane_table))
+		{
+			sw_spi_exec(psprintf("DROP TABLE %s", sw_relation_name(def->pane_table)),
+						0, NULL, NULL, NULL, SPI_OK_UTILITY);
+			def->pane_table = InvalidOid;
+		}
+		else
+		{
+			if (def->pane_stamp != NULL &&
+				strcmp(pane_stamp(pp, def->pane_table), def->pane_stamp) == 0)
+				return;
+			sw_spi_exec(psprintf("TRUNCATE %s", sw_relation_name(def->pane_table)),
+						0, NULL, NULL, NULL, SPI_OK_UTILITY);
+		}
+	}
+	if (!OidIsValid(def->pane_table))
+	{
+		if (!OidIsValid(def->result_table))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("result table %s of query \"%s\" does not exist",
+							def->result_name, def->name)));
+		nsp = get_rel_namespace(def->result_table);
+		name = ChooseRelationName(get_rel_name(def->result_table), NULL, "panes", nsp, false);
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "CREATE TABLE %s (sw_pane pg_catalog.timestamptz",
+						 quote_qualified_identifier(get_namespace_name(nsp), name));
+		for (int i = 0; i < pp->nkeys; i++)
+			appendStringInfo(&sql, ", sw_k%d %s", i + 1,
+							 format_type_with_typemod(pp->key_types[i], pp->key_typmods[i]));
+		for (int i = 0; i < pp->naggs; i++)
+			appendStringInfo(&sql, ", sw_a%d pg_catalog.bytea", i + 1);
+		appendStringInfo(&sql, ", UNIQUE NULLS NOT DISTINCT (%s))", pane_columns(pp, "", true));
+		sw_spi_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+		sw_spi_exec(psprintf("COMMENT ON TABLE %s IS %s",
+							 quote_qualified_identifier(get_namespace_name(nsp), name),
+							 quote_literal_cstr(psprintf("streamwm: pane state of query %s (a cache; "
+														 "rebuilt from the stream when emptied or dropped)",
+														 def->name))),
+					0, NULL, NULL, NULL, SPI_OK_UTILITY);
+		CommandCounterIncrement();
+		def->pane_table = get_relname_relid(name, nsp);
+	}
+	CommandCounterIncrement();
+	*rebuild = true;
+}
+
+/*
+ * Record in the catalog the query's pane table, its stamp, and how far the
+ * step folded (NULL: not at all).
+ */
+void
+sw_record_panes(SwQueryDef *def, const PanePlan *pp, Datum folded)
+{
+	SwRoleContext cx;
+	Oid			ctypes[4] = {TEXTOID, OIDOID, TEXTOID, INT8ARRAYOID};
+	Datum		cvalues[4];
+	char		cnulls[4] = {' ', ' ', ' ', ' '};
+
+	cvalues[0] = CStringGetTextDatum(def->name);
+	cvalues[1] = ObjectIdGetDatum(def->pane_table);
+	cvalues[2] = CStringGetTextDatum(pane_stamp(pp, def->pane_table));
+	cvalues[3] = folded;
+	if (folded == (Datum) 0)
+		cnulls[3] = 'n';
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.query_def SET pane_table = $2, pane_stamp = $3,"
+				" folded_offsets = $4 WHERE name = $1",
+				4, ctypes, cvalues, cnulls, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
+	def->folded_offsets = folded;
+	def->pane_stamp = TextDatumGetCString(cvalues[2]);
+}
+
+/*
+ * The step's statement for a query of the pane plan (see the head
+ * comment).  Parameters: $1 start offset, $2 processed offsets, $3 lo
+ * (closed_until - size), $4 folded offsets (NULL: none), $5 hi (W - size).
+ * It returns the windows upserted, the rows, and the most rows of a window.
+ */
+char *
+sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
+{
+	char	   *panes = sw_relation_name(def->pane_table);
+	List	   *dpcontext;
+	StringInfoData merge;
+	StringInfoData combine;
+	char	   *ctes;
+	char	   *columns = pane_columns(pp, "", false);
+	int			nestlevel;
+	ListCell   *lc;
+	char	   *size = sw_interval_literal(def->size_us);
+	char	   *hop = sw_interval_literal(def->hop_us);
+
+	initStringInfo(&merge);
+	for (int i = 1; i <= pp->naggs; i++)
+		appendStringInfo(&merge, "%ssw_a%d = (SELECT streamwm.merge(sw_x, '%u'::pg_catalog.oid)"
+						 " FROM (VALUES (sw_t.sw_a%d), (EXCLUDED.sw_a%d)) sw_v(sw_x))",
+						 i > 1 ? ", " : "UPDATE SET ", i, pp->aggs[i - 1], i, i);
+	ctes = psprintf("sw_fresh(%s) AS (%s), sw_keep AS (INSERT INTO %s AS sw_t (%s)"
+					" SELECT * FROM sw_fresh WHERE sw_fresh.sw_pane > $5"
+					" ON CONFLICT (%s) DO %s RETURNING 1), ",
+					columns, pp->fold_select, panes, columns, pane_columns(pp, "", true),
+					pp->naggs > 0 ? merge.data : "NOTHING");
+
+	/*
+	 * Each pane expands only to the closing windows that contain it (window
+	 * starts are aligned: the first after $3, the last at or before $5), so
+	 * a step reads each needed pane row once per closing window, never
+	 * size/hop times.
+	 */
+	dpcontext = deparse_context_for("sw_p", def->pane_table);
+	nestlevel = sw_enter_safe_path();
+	initStringInfo(&combine);
+	appendStringInfo(&combine, "SELECT sw_w.ws, sw_w.ws + %s", size);
+	foreach(lc, pp->outputs)
+		appendStringInfo(&combine, ", %s", deparse_expression(lfirst(lc), dpcontext, true, false));
+	appendStringInfo(&combine,
+					 " FROM (SELECT %s FROM %s UNION ALL SELECT %s FROM sw_fresh) AS sw_p"
+					 " CROSS JOIN LATERAL pg_catalog.generate_series("
+					 "GREATEST(sw_p.sw_pane - %s, streamwm.window_start($3, %s) + %s),"
+					 " LEAST(sw_p.sw_pane, streamwm.window_start($5, %s)), %s) AS sw_w(ws)"
+					 " WHERE sw_p.sw_pane > $3 AND sw_p.sw_pane < $5 + %s"
+					 " GROUP BY sw_w.ws",
+					 columns, panes, columns,
+					 sw_interval_literal(def->size_us - def->hop_us), hop, hop, hop, hop, size);
+	for (int i = 1; i <= pp->nkeys; i++)
+		appendStringInfo(&combine, ", sw_p.sw_k%d", i);
+	if (pp->having != NULL)
+		appendStringInfo(&combine, " HAVING %s",
+						 deparse_expression(pp->having, dpcontext, true, false));
+	sw_leave_safe_path(nestlevel);
+
+	return sw_upsert_statement(def, ctes, combine.data, NULL,
+							   "SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(sw_c.n), 0)::pg_catalog.int8,"
+							   " coalesce(pg_catalog.max(sw_c.n), 0)"
+							   " FROM (SELECT pg_catalog.count(*) AS n FROM sw_ins GROUP BY window_start) sw_c");
+}
+
+/* The parameter types of the pane plan's statement. */
+static const Oid pane_param_types[5] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
+TIMESTAMPTZOID};
+
+/*
+ * Run a step of a pane-plan query: fold, keep, combine and upsert the
+ * windows starting in (lo, hi], delete the panes no open window needs, and
+ * record how far the query folded.  As the query's owner.
+ */
+void
+sw_pane_upsert_windows(SwQueryDef *def, const PanePlan *pp, Datum offsets,
+					   TimestampTz lo, TimestampTz hi, int64 *windows, int64 *rows)
+{
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	bool		rebuild;
+	bool		isnull;
+	char	   *sql;
+	Oid			tz = TIMESTAMPTZOID;
+
+	sw_ensure_pane_table(def, pp, &rebuild);
+	sql = sw_pane_statement(def, pp);
+	/* privileges before planning: see sw_check_statement_privileges */
+	sw_check_statement_privileges(sql, 5, pane_param_types);
+	values[0] = Int64GetDatum(def->start_offset);
+	values[1] = offsets;
+	values[2] = TimestampTzGetDatum(lo);
+	if (rebuild || def->folded_offsets == (Datum) 0)
+		nulls[3] = 'n';
+	else
+		values[3] = def->folded_offsets;
+	values[4] = TimestampTzGetDatum(hi);
+	if (SPI_execute_plan(sw_kept_plan(sql, 5, pane_param_types), values, nulls, false, 0) !=
+		SPI_OK_SELECT)
+		elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
+	*windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+	*rows = DatumGetInt64(sw_spi_getdatum(0, 2, &isnull));
+	sw_check_groups_per_window(def->name, DatumGetInt64(sw_spi_getdatum(0, 3, &isnull)));
+	/* panes no open window needs: every window containing them closed */
+	sw_spi_exec(psprintf("DELETE FROM %s WHERE sw_pane <= $1", sw_relation_name(def->pane_table)),
+				1, &tz, &values[4], NULL, SPI_OK_DELETE);
+	sw_record_panes(def, pp, offsets);
+}
+
+/*
+ * Plan a pane-plan query's statement as its owner, for create_query: the
+ * pane table is made now.  Returns the statement and its parameter types.
+ */
+char *
+sw_pane_check(SwQueryDef *def, const PanePlan *pp, const Oid **types)
+{
+	bool		rebuild;
+
+	sw_ensure_pane_table(def, pp, &rebuild);
+	sw_record_panes(def, pp, (Datum) 0);
+	*types = pane_param_types;
+	return sw_pane_statement(def, pp);
+}
