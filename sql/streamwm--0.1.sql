@@ -174,6 +174,12 @@ CREATE FUNCTION streamwm.window_start(ts timestamptz, hop interval)
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION streamwm.window_start(timestamptz, interval) IS
     'start of the epoch-aligned pane of width hop that contains ts';
+CREATE FUNCTION streamwm.pane_windows(pane timestamptz, lo timestamptz, hi timestamptz,
+    hop interval, size interval)
+    RETURNS SETOF timestamptz AS 'MODULE_PATHNAME', 'streamwm_pane_windows'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 1;
+COMMENT ON FUNCTION streamwm.pane_windows(timestamptz, timestamptz, timestamptz, interval, interval) IS
+    'starts of the windows of size/hop that contain the pane starting at pane and start in (lo, hi]';
 
 -- Aggregates run in pieces, for the pane plan (src/aggstate.c): the partial
 -- state of an aggregate per pane and group, states merged, and states

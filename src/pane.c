@@ -605,18 +605,15 @@ sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 	dpcontext = deparse_context_for("sw_p", def->pane_table);
 	nestlevel = sw_enter_safe_path();
 	initStringInfo(&combine);
-	appendStringInfo(&combine, "SELECT sw_w.ws, sw_w.ws + %s", size);
+	appendStringInfo(&combine, "SELECT sw_p.sw_ws, sw_p.sw_ws + %s", size);
 	foreach(lc, pp->outputs)
 		appendStringInfo(&combine, ", %s", deparse_expression(lfirst(lc), dpcontext, true, false));
 	appendStringInfo(&combine,
-					 " FROM (SELECT %s FROM %s UNION ALL SELECT %s FROM sw_fresh) AS sw_p"
-					 " CROSS JOIN LATERAL pg_catalog.generate_series("
-					 "GREATEST(sw_p.sw_pane - %s, streamwm.window_start($3, %s) + %s),"
-					 " LEAST(sw_p.sw_pane, streamwm.window_start($5, %s)), %s) AS sw_w(ws)"
-					 " WHERE sw_p.sw_pane > $3 AND sw_p.sw_pane < $5 + %s"
-					 " GROUP BY sw_w.ws",
-					 columns, panes, columns,
-					 sw_interval_literal(def->size_us - def->hop_us), hop, hop, hop, hop, size);
+					 " FROM (SELECT sw_u.*, streamwm.pane_windows(sw_u.sw_pane, $3, $5, %s, %s) AS sw_ws"
+					 " FROM (SELECT %s FROM %s UNION ALL SELECT %s FROM sw_fresh) AS sw_u"
+					 " WHERE sw_u.sw_pane > $3 AND sw_u.sw_pane < $5 + %s) AS sw_p"
+					 " GROUP BY sw_p.sw_ws",
+					 hop, size, columns, panes, columns, size);
 	for (int i = 1; i <= pp->nkeys; i++)
 		appendStringInfo(&combine, ", sw_p.sw_k%d", i);
 	if (pp->having != NULL)

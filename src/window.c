@@ -14,11 +14,13 @@
 
 #include "common/int.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "utils/timestamp.h"
 
 #include "window.h"
 
 PG_FUNCTION_INFO_V1(streamwm_window_start);
+PG_FUNCTION_INFO_V1(streamwm_pane_windows);
 
 /* Microseconds from 2000-01-01 (PostgreSQL's epoch) back to 1970-01-01. */
 #define SW_UNIX_EPOCH_PG_USEC \
@@ -88,4 +90,74 @@ streamwm_window_start(PG_FUNCTION_ARGS)
 	int64		hop_us = sw_interval_usec(PG_GETARG_INTERVAL_P(1));
 
 	PG_RETURN_TIMESTAMPTZ(sw_pane_start(t, hop_us));
+}
+
+/*
+ * The windows that contain the pane starting at pane and whose start is in
+ * (lo, hi]: their starts are *first, *first + hop, .. (*count of them).
+ * The windows containing a pane start at pane - (size/hop - 1)*hop .. pane.
+ */
+void
+sw_pane_windows(TimestampTz pane, TimestampTz lo, TimestampTz hi, int64 hop_us,
+				int64 size_us, TimestampTz *first, int64 *count)
+{
+	TimestampTz last = Min(pane, hi);
+	TimestampTz start = pane - (size_us - hop_us);
+
+	/* the first aligned start after lo, if lo is later than pane's first window */
+	if (pane <= lo)
+	{
+		*first = pane;
+		*count = 0;
+		return;
+	}
+	if (start <= lo)
+		start = pane - ((pane - lo - 1) / hop_us) * hop_us;
+	*first = start;
+	*count = start > last ? 0 : (last - start) / hop_us + 1;
+}
+
+/*
+ * streamwm.pane_windows(pane timestamptz, lo timestamptz, hi timestamptz,
+ * hop interval, size interval) RETURNS SETOF timestamptz: the starts of
+ * the windows that contain the pane starting at pane and start in (lo, hi].
+ * The pane plan pairs each pane with the windows a step closes by it.
+ */
+Datum
+streamwm_pane_windows(PG_FUNCTION_ARGS)
+{
+	FuncCallContext *fctx;
+	TimestampTz *next;
+
+	if (SRF_IS_FIRSTCALL())
+	{
+		TimestampTz pane = PG_GETARG_TIMESTAMPTZ(0);
+		TimestampTz lo = PG_GETARG_TIMESTAMPTZ(1);
+		TimestampTz hi = PG_GETARG_TIMESTAMPTZ(2);
+		int64		hop_us = sw_interval_usec(PG_GETARG_INTERVAL_P(3));
+		int64		size_us = sw_interval_usec(PG_GETARG_INTERVAL_P(4));
+		TimestampTz first;
+		int64		count;
+
+		fctx = SRF_FIRSTCALL_INIT();
+		if (hop_us <= 0 || size_us < hop_us || size_us % hop_us != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("size must be a positive multiple of hop")));
+		sw_pane_windows(pane, lo, hi, hop_us, size_us, &first, &count);
+		next = MemoryContextAlloc(fctx->multi_call_memory_ctx, sizeof(TimestampTz) * 2);
+		next[0] = first;
+		next[1] = hop_us;
+		fctx->max_calls = count;
+		fctx->user_fctx = next;
+	}
+	fctx = SRF_PERCALL_SETUP();
+	next = fctx->user_fctx;
+	if (fctx->call_cntr < fctx->max_calls)
+	{
+		TimestampTz ws = next[0] + (int64) fctx->call_cntr * next[1];
+
+		SRF_RETURN_NEXT(fctx, TimestampTzGetDatum(ws));
+	}
+	SRF_RETURN_DONE(fctx);
 }
