@@ -146,7 +146,8 @@ $$;
 SELECT eng_rows(1, 120);
 SELECT eng_rows(121, 260);
 -- one row far behind the watermark: late, in no window
-INSERT INTO eng (sw_partition, sw_write_time, i, k, v, t) VALUES (1, to_timestamp(1010), 0, 1, 1000, 'late');
+SELECT streamwm.ingest('eng', '{"i": 0, "k": 1, "v": 1000, "t": "late"}', partition => 1,
+                       write_time => to_timestamp(1010)) AS stored;
 SELECT eng_rows(261, 380);
 SELECT eng_rows(381, 500);
 SELECT watermark, events, late_events > 1 AS some_late,
