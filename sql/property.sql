@@ -8,7 +8,8 @@ CREATE EXTENSION IF NOT EXISTS streamwm;
 CREATE FUNCTION prop_trial(seed float8)
 RETURNS TABLE (events int, partitions int, hop int, size int, late_model int, late_got bigint,
                late_rows_differ bigint, w_equal boolean, windows bigint, missing bigint, extra bigint,
-               pane_missing bigint, pane_extra bigint)
+               pane_missing bigint, pane_extra bigint, general_missing bigint, general_extra bigint,
+               expr_windows bigint, expr_differ bigint, plans text)
 LANGUAGE plpgsql AS $$
 DECLARE
     np int;
@@ -43,6 +44,22 @@ BEGIN
     PERFORM streamwm.create_query('prop_q2',
         'SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi, avg(v) AS av FROM prop_s WHERE v % 5 <> 0 GROUP BY k',
         hop => make_interval(secs => hop), size => make_interval(secs => size));
+    -- the same query with streamwm.pane_engine off: the general plan
+    PERFORM set_config('streamwm.pane_engine', 'off', true);
+    PERFORM streamwm.create_query('prop_q3',
+        'SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, max(v) AS hi, avg(v) AS av FROM prop_s WHERE v % 5 <> 0 GROUP BY k',
+        hop => make_interval(secs => hop), size => make_interval(secs => size));
+    -- expressions over aggregates, FILTER and HAVING, with the engine off
+    -- (general) and on (whichever plan the engine gives it)
+    PERFORM streamwm.create_query('prop_q4_off',
+        'SELECT k, count(*) FILTER (WHERE v % 2 = 0) AS ev, max(v) - min(v) AS spread, sum(v) * 2 + count(v) AS mix FROM prop_s WHERE v % 5 <> 0 GROUP BY k HAVING count(*) > 1',
+        hop => make_interval(secs => hop), size => make_interval(secs => size));
+    PERFORM set_config('streamwm.pane_engine', 'on', true);
+    PERFORM streamwm.create_query('prop_q4_on',
+        'SELECT k, count(*) FILTER (WHERE v % 2 = 0) AS ev, max(v) - min(v) AS spread, sum(v) * 2 + count(v) AS mix FROM prop_s WHERE v % 5 <> 0 GROUP BY k HAVING count(*) > 1',
+        hop => make_interval(secs => hop), size => make_interval(secs => size));
+    SELECT string_agg(q.query || '=' || q.plan, ' ' ORDER BY q.query) INTO plans
+      FROM streamwm.queries q WHERE q.query IN ('prop_q', 'prop_q2', 'prop_q3');
     CREATE TEMP TABLE model_events (i int, p int, t bigint, k int, v int, late boolean) ON COMMIT DROP;
 
     FOR i IN 1..n LOOP
@@ -101,12 +118,35 @@ BEGIN
         EXCEPT SELECT m.window_start, m.window_end, m.k, m.n, m.s, m.vs[1], m.vs[array_length(m.vs, 1)],
                       m.s::numeric / m.n FROM model_result m) d;
 
+    SELECT count(*) INTO general_missing FROM (
+        SELECT m.window_start, m.window_end, m.k, m.n, m.s, m.vs[1], m.vs[array_length(m.vs, 1)],
+               m.s::numeric / m.n FROM model_result m
+        EXCEPT SELECT * FROM prop_q3) d;
+    SELECT count(*) INTO general_extra FROM (
+        SELECT * FROM prop_q3
+        EXCEPT SELECT m.window_start, m.window_end, m.k, m.n, m.s, m.vs[1], m.vs[array_length(m.vs, 1)],
+                      m.s::numeric / m.n FROM model_result m) d;
+    -- the model of prop_q4_*: from the same windows, HAVING count(*) > 1
+    CREATE TEMP TABLE model_expr ON COMMIT DROP AS
+    SELECT m.window_start, m.window_end, m.k,
+           (SELECT count(*) FROM unnest(m.vs) x WHERE x % 2 = 0) AS ev,
+           m.vs[array_length(m.vs, 1)] - m.vs[1] AS spread, m.s * 2 + m.n AS mix
+      FROM model_result m WHERE m.n > 1;
+    SELECT count(*) INTO expr_windows FROM model_expr;
+    SELECT count(*) INTO expr_differ FROM (
+        (SELECT * FROM model_expr EXCEPT SELECT * FROM prop_q4_off) UNION ALL
+        (SELECT * FROM prop_q4_off EXCEPT SELECT * FROM model_expr) UNION ALL
+        (SELECT * FROM model_expr EXCEPT SELECT * FROM prop_q4_on) UNION ALL
+        (SELECT * FROM prop_q4_on EXCEPT SELECT * FROM model_expr)) d;
+
     PERFORM streamwm.drop_stream('prop_s', cascade => true);
-    DROP TABLE prop_q, prop_q2, model_events, model_result;
+    DROP TABLE prop_q, prop_q2, prop_q3, prop_q4_off, prop_q4_on, model_events, model_result, model_expr;
     RETURN NEXT;
 END $$;
 
--- Each row is one random trial; every trial must agree with the model.
-SELECT seed, r.late_model = r.late_got AS late_count_ok, r.late_rows_differ, r.w_equal,
-       r.windows > 0 AS has_windows, r.missing, r.extra, r.pane_missing, r.pane_extra
+-- Each row is one random trial; every trial must agree with the model,
+-- prop_q2 by the pane plan and prop_q3 (the same query) by the general one.
+SELECT seed, r.size / r.hop AS ratio, r.late_model = r.late_got AS late_count_ok, r.late_rows_differ, r.w_equal,
+       r.windows > 0 AS has_windows, r.missing, r.extra, r.pane_missing, r.pane_extra,
+       r.general_missing, r.general_extra, r.expr_windows > 0 AS has_expr, r.expr_differ, r.plans
   FROM generate_series(1, 12) seed, LATERAL prop_trial(seed / 13.0) r;
