@@ -313,8 +313,15 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 	Oid			etypes[2] = {TEXTOID, TEXTOID};
 	Datum		evalues[2];
 
+	/*
+	 * What the query's step builds (its analyzed tree, statement text,
+	 * pane plan) lives in a context of its own, gone when the step is.
+	 */
+	MemoryContext stepcxt = AllocSetContextCreate(cxt, "streamwm query step",
+												  ALLOCSET_DEFAULT_SIZES);
+
 	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
+	MemoryContextSwitchTo(stepcxt);
 	PG_TRY();
 	{
 		SwRoleContext qcx;
@@ -351,6 +358,7 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
+		MemoryContextDelete(stepcxt);
 	}
 	PG_CATCH();
 	{
@@ -364,6 +372,7 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
+		MemoryContextDelete(stepcxt);
 
 		/*
 		 * Our own timeout is the query's fault: recorded and backed off like
