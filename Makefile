@@ -9,6 +9,7 @@ OBJS = \
 	src/query.o \
 	src/aggstate.o \
 	src/pane.o \
+	src/step_cache.o \
 	src/watermark.o \
 	src/process.o \
 	src/limit.o \

@@ -20,8 +20,9 @@
  *		 argument is a typed NULL that fixes the result type
  *
  * A serialized state starts with a header naming its aggregate and state
- * type, followed by the aggregate's serialfn output (state type internal)
- * or the state type's binary send output.  Reading a state checks the
+ * type, followed by the aggregate's serialfn output (state type internal),
+ * the value's bytes (a by-value state type: fixed length, any bit pattern
+ * is a value) or the state type's binary send output (the others).  Reading a state checks the
  * header, so a state is never read as another aggregate's.  The bytes come
  * from a table the query's owner owns, so that role can forge them; what
  * reads them is the aggregate's deserialfn or the type's receive function,
@@ -60,7 +61,7 @@ PG_FUNCTION_INFO_V1(streamwm_state_ffunc);
 PG_FUNCTION_INFO_V1(streamwm_combine_sfunc);
 PG_FUNCTION_INFO_V1(streamwm_combine_ffunc);
 
-#define SW_STATE_VERSION 1
+#define SW_STATE_VERSION 2
 
 /* The header of a serialized state. */
 typedef struct SwStateHeader
@@ -474,6 +475,13 @@ streamwm_state_ffunc(PG_FUNCTION_ARGS)
 		if (inner->isnull)
 			elog(ERROR, "serialization function of aggregate %u returned NULL", info->aggfnoid);
 	}
+	else if (info->transbyval)
+	{
+		/* a by-value state: its bytes (any bit pattern is some value) */
+		payload = palloc(VARHDRSZ + info->translen);
+		SET_VARSIZE(payload, VARHDRSZ + info->translen);
+		store_att_byval(VARDATA(payload), st->value, info->translen);
+	}
 	else
 		payload = SendFunctionCall(&info->sendfn, st->value);
 
@@ -509,15 +517,15 @@ read_state(FunctionCallInfo fcinfo, SwAggInfo *info, bytea *bytes)
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("pane state is not a state of aggregate %s",
 						format_procedure(info->aggfnoid))));
-	initStringInfo(&buf);
-	appendBinaryStringInfo(&buf, data + sizeof(hdr), len - sizeof(hdr));
+	len -= sizeof(hdr);
+	data += sizeof(hdr);
 	if (info->transtype == INTERNALOID)
 	{
 		LOCAL_FCINFO(inner, 2);
-		bytea	   *payload = palloc(VARHDRSZ + buf.len);
+		bytea	   *payload = palloc(VARHDRSZ + len);
 
-		SET_VARSIZE(payload, VARHDRSZ + buf.len);
-		memcpy(VARDATA(payload), buf.data, buf.len);
+		SET_VARSIZE(payload, VARHDRSZ + len);
+		memcpy(VARDATA(payload), data, len);
 		InitFunctionCallInfoData(*inner, &info->deserialfn, 2, InvalidOid, fcinfo->context, NULL);
 		inner->args[0].value = PointerGetDatum(payload);
 		inner->args[0].isnull = false;
@@ -528,6 +536,22 @@ read_state(FunctionCallInfo fcinfo, SwAggInfo *info, bytea *bytes)
 			elog(ERROR, "deserialization function of aggregate %u returned NULL", info->aggfnoid);
 		return value;
 	}
+	if (info->transbyval)
+	{
+		if (len != info->translen)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("pane state of aggregate %s has the wrong length",
+							format_procedure(info->aggfnoid))));
+		return fetch_att(data, true, info->translen);
+	}
+	/* a terminated copy of the bytes, as receive functions expect */
+	buf.data = palloc(len + 1);
+	memcpy(buf.data, data, len);
+	buf.data[len] = '\0';
+	buf.len = len;
+	buf.maxlen = len + 1;
+	buf.cursor = 0;
 	value = ReceiveFunctionCall(&info->recvfn, &buf, info->recv_ioparam, -1);
 	if (buf.cursor != buf.len)
 		ereport(ERROR,

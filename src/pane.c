@@ -71,6 +71,7 @@
 #include "limit.h"
 #include "pane.h"
 #include "query.h"
+#include "step_cache.h"
 
 /* The pane plan of a query, derived from its analyzed tree. */
 struct PanePlan
@@ -637,20 +638,25 @@ TIMESTAMPTZOID};
  * record how far the query folded.  As the query's owner.
  */
 void
-sw_pane_upsert_windows(SwQueryDef *def, const PanePlan *pp, Datum offsets,
+sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 					   TimestampTz lo, TimestampTz hi, int64 *windows, int64 *rows)
 {
+	const PanePlan *pp = e->pane_plan;
 	Datum		values[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	bool		rebuild;
 	bool		isnull;
-	char	   *sql;
 	Oid			tz = TIMESTAMPTZOID;
 
 	sw_ensure_pane_table(def, pp, &rebuild);
-	sql = sw_pane_statement(def, pp);
-	/* privileges before planning: see sw_check_statement_privileges */
-	sw_check_statement_privileges(sql, 5, pane_param_types);
+	if (e->plan == NULL || e->statement_pane_table != def->pane_table)
+	{
+		char	   *sql = sw_pane_statement(def, pp);
+
+		/* privileges before planning: see sw_check_statement_privileges */
+		sw_check_statement_privileges(sql, 5, pane_param_types);
+		sw_step_entry_set_statement(e, sql, 5, pane_param_types, def->pane_table);
+	}
 	values[0] = Int64GetDatum(def->start_offset);
 	values[1] = offsets;
 	values[2] = TimestampTzGetDatum(lo);
@@ -659,8 +665,7 @@ sw_pane_upsert_windows(SwQueryDef *def, const PanePlan *pp, Datum offsets,
 	else
 		values[3] = def->folded_offsets;
 	values[4] = TimestampTzGetDatum(hi);
-	if (SPI_execute_plan(sw_kept_plan(sql, 5, pane_param_types), values, nulls, false, 0) !=
-		SPI_OK_SELECT)
+	if (SPI_execute_plan(e->plan, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
 	*windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
 	*rows = DatumGetInt64(sw_spi_getdatum(0, 2, &isnull));

@@ -9,12 +9,13 @@
 #include "query.h"
 
 typedef struct PanePlan PanePlan;
+struct SwStepEntry;
 
 extern PanePlan *sw_pane_plan(Oid relid, const char *query, int64 hop_us, const char **why);
 extern void sw_ensure_pane_table(SwQueryDef *def, const PanePlan *pp, bool *rebuild);
 extern void sw_record_panes(SwQueryDef *def, const PanePlan *pp, Datum folded);
 extern char *sw_pane_statement(const SwQueryDef *def, const PanePlan *pp);
-extern void sw_pane_upsert_windows(SwQueryDef *def, const PanePlan *pp, Datum offsets,
+extern void sw_pane_upsert_windows(SwQueryDef *def, struct SwStepEntry *e, Datum offsets,
 								   TimestampTz lo, TimestampTz hi, int64 *windows,
 								   int64 *rows);
 extern char *sw_pane_check(SwQueryDef *def, const PanePlan *pp, const Oid **types);

@@ -66,6 +66,7 @@
 #include "limit.h"
 #include "pane.h"
 #include "query.h"
+#include "step_cache.h"
 #include "window.h"
 
 PG_FUNCTION_INFO_V1(streamwm_query_stream);
@@ -812,54 +813,6 @@ general_statement(const SwQueryDef *def)
 							   "$3", "SELECT pg_catalog.count(*) FROM sw_ins");
 }
 
-/* Prepared statements of steps, kept across steps. */
-typedef struct KeptPlan
-{
-	char	   *sql;
-	SPIPlanPtr	plan;
-} KeptPlan;
-
-static List *kept_plans = NIL;
-
-#define SW_MAX_KEPT_PLANS 64
-
-SPIPlanPtr
-sw_kept_plan(const char *sql, int nparams, const Oid *types)
-{
-	ListCell   *lc;
-	KeptPlan   *kp;
-	SPIPlanPtr	plan;
-	MemoryContext old;
-
-	foreach(lc, kept_plans)
-	{
-		kp = lfirst(lc);
-		if (strcmp(kp->sql, sql) == 0)
-			return kp->plan;
-	}
-	plan = SPI_prepare(sql, nparams, (Oid *) types);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "SPI_keepplan failed");
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	kp = palloc(sizeof(KeptPlan));
-	kp->sql = pstrdup(sql);
-	kp->plan = plan;
-	if (list_length(kept_plans) >= SW_MAX_KEPT_PLANS)
-	{
-		KeptPlan   *oldest = linitial(kept_plans);
-
-		SPI_freeplan(oldest->plan);
-		pfree(oldest->sql);
-		pfree(oldest);
-		kept_plans = list_delete_first(kept_plans);
-	}
-	kept_plans = lappend(kept_plans, kp);
-	MemoryContextSwitchTo(old);
-	return plan;
-}
-
 /*
  * Starts of the windows in (lo, hi] that hold a row the query may see: the
  * panes that hold such rows, each expanded to the size/hop windows that
@@ -916,23 +869,34 @@ void
 sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi,
 				  int64 *windows, int64 *rows)
 {
-	char	   *sql;
+	SwStepEntry *e = sw_step_entry(def);
 	bool		isnull;
-	SPIPlanPtr	plan;
 	List	   *starts;
 	ListCell   *lc;
+	MemoryContext old;
 
 	*windows = 0;
 	*rows = 0;
 	if (def->pane)
 	{
-		sw_pane_upsert_windows(def, pane_plan_of(def), offsets, lo, hi, windows, rows);
+		if (e->pane_plan == NULL)
+		{
+			old = MemoryContextSwitchTo(e->cxt);
+			e->pane_plan = pane_plan_of(def);
+			MemoryContextSwitchTo(old);
+		}
+		sw_pane_upsert_windows(def, e, offsets, lo, hi, windows, rows);
 		return;
 	}
-	sql = general_statement(def);
-	/* privileges before planning: see sw_check_statement_privileges */
-	sw_check_statement_privileges(sql, 3, general_param_types);
-	plan = sw_kept_plan(sql, 3, general_param_types);
+	if (e->plan == NULL)
+	{
+		char	   *sql = general_statement(def);
+
+		sw_step_entry_depends(e, sw_query_relids(sw_analyze_window_query(def->query)));
+		/* privileges before planning: see sw_check_statement_privileges */
+		sw_check_statement_privileges(sql, 3, general_param_types);
+		sw_step_entry_set_statement(e, sql, 3, general_param_types, InvalidOid);
+	}
 	starts = windows_with_rows(def, offsets, lo, hi);
 	foreach(lc, starts)
 	{
@@ -942,7 +906,7 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 		values[0] = Int64GetDatum(def->start_offset);
 		values[1] = offsets;
 		values[2] = TimestampTzGetDatum(*(TimestampTz *) lfirst(lc));
-		if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT)
+		if (SPI_execute_plan(e->plan, values, NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
 		n = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
 		sw_check_groups_per_window(def->name, n);

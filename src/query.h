@@ -56,7 +56,6 @@ extern char *sw_stream_columns_sql(Oid relid, const char *alias);
 extern char *sw_interval_literal(int64 usec);
 extern char *sw_upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
 								 const char *window_start, const char *result);
-extern struct _SPI_plan *sw_kept_plan(const char *sql, int nparams, const Oid *types);
 extern Datum sw_query_reads(Query *q);
 
 #endif							/* STREAMWM_QUERY_H */

@@ -69,16 +69,19 @@ my $start = time;
 while (time - $start < $duration)
 {
 	sleep $interval;
-	my ($rows, $bytes, $events, $lag) = split /\|/, $node->safe_psql('postgres', q{
+	my ($rows, $bytes, $events, $lag, $panes, $pane_bytes) = split /\|/, $node->safe_psql('postgres', q{
 		SELECT (SELECT count(*) FROM soak), pg_total_relation_size('soak'),
 		       (SELECT events FROM streamwm.streams WHERE stream = 'soak'::regclass),
-		       (SELECT extract(epoch FROM processing_lag) FROM streamwm.streams WHERE stream = 'soak'::regclass)});
+		       (SELECT extract(epoch FROM processing_lag) FROM streamwm.streams WHERE stream = 'soak'::regclass),
+		       (SELECT count(*) FROM soak_hop_panes) + (SELECT count(*) FROM soak_tumble_panes),
+		       pg_total_relation_size('soak_hop_panes') + pg_total_relation_size('soak_tumble_panes')});
 	my $sample = {
 		t => int(time - $start), rows => $rows, bytes => $bytes, events => $events,
-		anon => memory_kb($worker, 'RssAnon'), rss => memory_kb($worker, 'VmRSS'), lag => $lag };
+		anon => memory_kb($worker, 'RssAnon'), rss => memory_kb($worker, 'VmRSS'), lag => $lag,
+		panes => $panes, pane_bytes => $pane_bytes };
 	push @samples, $sample;
-	note(sprintf("t=%3ds events=%7d rows=%6d table=%6d kB worker RssAnon=%6d kB VmRSS=%6d kB processing lag=%.2fs",
-		$sample->{t}, $events, $rows, $bytes / 1024, $sample->{anon}, $sample->{rss}, $lag));
+	note(sprintf("t=%3ds events=%7d rows=%6d table=%6d kB pane rows=%5d pane tables=%5d kB worker RssAnon=%6d kB VmRSS=%6d kB processing lag=%.2fs",
+		$sample->{t}, $events, $rows, $bytes / 1024, $panes, $pane_bytes / 1024, $sample->{anon}, $sample->{rss}, $lag));
 }
 $bench->finish;
 
@@ -108,6 +111,11 @@ ok($anon2 <= $anon1 * 1.10 + 1024,
 	"worker private memory flat: $anon1 kB then $anon2 kB");
 ok($rows2 <= $rows1 * 1.5 + 1000, "stream rows bounded by retention: $rows1 then $rows2");
 ok($bytes2 <= $bytes1 * 1.5 + 256 * 1024, "stream table size bounded: $bytes1 then $bytes2 bytes");
+# pane state holds only the open windows' panes: bounded, not growing
+my ($panes1, $panes2) = (maxof('panes', @first), maxof('panes', @second));
+my ($pbytes1, $pbytes2) = (maxof('pane_bytes', @first), maxof('pane_bytes', @second));
+ok($panes2 <= $panes1 * 1.5 + 100, "pane rows bounded: $panes1 then $panes2");
+ok($pbytes2 <= $pbytes1 * 1.5 + 256 * 1024, "pane tables bounded: $pbytes1 then $pbytes2 bytes");
 is($node->safe_psql('postgres', q{
 	SELECT count(*) FROM streamwm.queries WHERE last_error IS NOT NULL}), '0', 'no query failed');
 

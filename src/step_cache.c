@@ -1,0 +1,177 @@
+/*-------------------------------------------------------------------------
+ * step_cache.c
+ *	  Owns what a backend keeps of a query between steps: the plan derived
+ *	  from its definition (the pane plan), the statement text a step runs
+ *	  and its prepared plan (SPI_keepplan), so that a step neither parses,
+ *	  analyzes nor deparses the query again.
+ *
+ * An entry is keyed by the query's name and everything its statement is
+ * built from (bound text, stream, hop, size, result and pane tables,
+ * owner, search_path, plan kind).  It is marked stale when a relation it
+ * depends on changes (a relcache invalidation: DDL, GRANT/REVOKE, TRUNCATE,
+ * ANALYZE, a restore) or any function or type does (a syscache
+ * invalidation: CREATE OR REPLACE, DROP, GRANT EXECUTE), and rebuilt at the
+ * next step.  Marking never frees: an invalidation can arrive in the middle
+ * of a step that is using the entry (and a step can run user code that
+ * runs another process()); stale entries are freed at the end of the
+ * transaction, when no step runs.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+#include "step_cache.h"
+
+#define SW_MAX_STEP_ENTRIES 64
+
+static List *entries = NIL;		/* of SwStepEntry, oldest first */
+static bool callbacks_registered = false;
+
+static void
+relcache_changed(Datum arg, Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, entries)
+	{
+		SwStepEntry *e = lfirst(lc);
+
+		if (!OidIsValid(relid) || list_member_oid(e->relids, relid))
+			e->stale = true;
+	}
+}
+
+static void
+syscache_changed(Datum arg, int cacheid, uint32 hashvalue)
+{
+	ListCell   *lc;
+
+	foreach(lc, entries)
+		((SwStepEntry *) lfirst(lc))->stale = true;
+}
+
+/* At the end of a transaction no step runs: free the stale entries. */
+static void
+free_stale_entries(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	foreach(lc, entries)
+	{
+		SwStepEntry *e = lfirst(lc);
+
+		if (!e->stale)
+			continue;
+		if (e->plan != NULL)
+			SPI_freeplan(e->plan);
+		MemoryContextDelete(e->cxt);
+		pfree(e);
+		entries = foreach_delete_current(entries, lc);
+	}
+}
+
+static bool
+same_definition(const SwStepEntry *e, const SwQueryDef *def)
+{
+	return strcmp(e->name, def->name) == 0 && strcmp(e->query, def->query) == 0 &&
+		strcmp(e->search_path, def->search_path) == 0 &&
+		e->stream == def->stream && e->hop_us == def->hop_us &&
+		e->size_us == def->size_us && e->result_table == def->result_table &&
+		e->owner == def->owner && e->pane == def->pane;
+}
+
+/*
+ * The entry of a query: the one kept, if it was built from this definition
+ * and nothing it depends on changed since; else a new, empty one.
+ */
+SwStepEntry *
+sw_step_entry(const SwQueryDef *def)
+{
+	ListCell   *lc;
+	SwStepEntry *e;
+	MemoryContext old;
+
+	if (!callbacks_registered)
+	{
+		CacheRegisterRelcacheCallback(relcache_changed, (Datum) 0);
+		CacheRegisterSyscacheCallback(PROCOID, syscache_changed, (Datum) 0);
+		CacheRegisterSyscacheCallback(TYPEOID, syscache_changed, (Datum) 0);
+		CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, syscache_changed, (Datum) 0);
+		RegisterXactCallback(free_stale_entries, NULL);
+		callbacks_registered = true;
+	}
+	foreach(lc, entries)
+	{
+		e = lfirst(lc);
+		if (!e->stale && strcmp(e->name, def->name) == 0)
+		{
+			if (same_definition(e, def))
+				return e;
+			e->stale = true;
+		}
+	}
+	if (list_length(entries) >= SW_MAX_STEP_ENTRIES)
+		((SwStepEntry *) linitial(entries))->stale = true;
+
+	old = MemoryContextSwitchTo(CacheMemoryContext);
+	e = palloc0(sizeof(SwStepEntry));
+	e->cxt = AllocSetContextCreate(CacheMemoryContext, "streamwm step cache entry",
+								   ALLOCSET_SMALL_SIZES);
+	MemoryContextSwitchTo(e->cxt);
+	e->name = pstrdup(def->name);
+	e->query = pstrdup(def->query);
+	e->search_path = pstrdup(def->search_path);
+	e->stream = def->stream;
+	e->hop_us = def->hop_us;
+	e->size_us = def->size_us;
+	e->result_table = def->result_table;
+	e->owner = def->owner;
+	e->pane = def->pane;
+	e->relids = list_make2_oid(def->stream, def->result_table);
+	MemoryContextSwitchTo(CacheMemoryContext);
+	entries = lappend(entries, e);
+	MemoryContextSwitchTo(old);
+	return e;
+}
+
+/* The relations the entry also depends on. */
+void
+sw_step_entry_depends(SwStepEntry *e, List *relids)
+{
+	MemoryContext old = MemoryContextSwitchTo(e->cxt);
+	ListCell   *lc;
+
+	foreach(lc, relids)
+		e->relids = list_append_unique_oid(e->relids, lfirst_oid(lc));
+	MemoryContextSwitchTo(old);
+}
+
+/* Keep the statement a step of the entry's query runs, and its plan. */
+void
+sw_step_entry_set_statement(SwStepEntry *e, const char *sql, int nparams, const Oid *types,
+							Oid pane_table)
+{
+	SPIPlanPtr	plan;
+
+	if (e->plan != NULL)
+		SPI_freeplan(e->plan);
+	e->plan = NULL;
+	e->sql = MemoryContextStrdup(e->cxt, sql);
+	plan = SPI_prepare(sql, nparams, (Oid *) types);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	e->plan = plan;
+	e->statement_pane_table = pane_table;
+	if (OidIsValid(pane_table))
+		sw_step_entry_depends(e, list_make1_oid(pane_table));
+}

@@ -1,0 +1,38 @@
+/*-------------------------------------------------------------------------
+ * step_cache.h
+ *	  What a backend keeps of a query between steps.
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAMWM_STEP_CACHE_H
+#define STREAMWM_STEP_CACHE_H
+
+#include "executor/spi.h"
+#include "query.h"
+
+typedef struct SwStepEntry
+{
+	/* what it was built from */
+	char	   *name;
+	char	   *query;
+	char	   *search_path;
+	Oid			stream;
+	int64		hop_us;
+	int64		size_us;
+	Oid			result_table;
+	Oid			owner;
+	bool		pane;
+	List	   *relids;			/* relations whose change makes it stale */
+	bool		stale;
+	MemoryContext cxt;			/* everything below lives here */
+	void	   *pane_plan;		/* a pane-plan query's PanePlan, once built */
+	char	   *sql;			/* the step's statement, once built */
+	Oid			statement_pane_table;	/* the pane table it was built for */
+	SPIPlanPtr	plan;			/* its plan, kept */
+} SwStepEntry;
+
+extern SwStepEntry *sw_step_entry(const SwQueryDef *def);
+extern void sw_step_entry_depends(SwStepEntry *e, List *relids);
+extern void sw_step_entry_set_statement(SwStepEntry *e, const char *sql, int nparams,
+										const Oid *types, Oid pane_table);
+
+#endif
