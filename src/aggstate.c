@@ -20,14 +20,18 @@
  *		 argument is a typed NULL that fixes the result type
  *
  * A serialized state starts with a header naming its aggregate and state
- * type, followed by the aggregate's serialfn output (state type internal),
- * the value's bytes (a by-value state type: fixed length, any bit pattern
- * is a value) or the state type's binary send output (the others).  Reading a state checks the
- * header, so a state is never read as another aggregate's.  The bytes come
- * from a table the query's owner owns, so that role can forge them; what
- * reads them is the aggregate's deserialfn or the type's receive function,
- * which check their input, and the results go only to that role's own
- * result table.
+ * type and carrying a MAC, followed by the aggregate's serialfn output
+ * (state type internal) or the state type's binary send output.  The bytes
+ * come from a table the query's owner owns (or straight from any caller of
+ * streamwm.merge/combine), so that role can forge them, and deserialfns are
+ * not written for hostile input: PostgreSQL gives them an internal argument
+ * so that SQL never calls them, and numeric_avg_deserialize, for one, writes
+ * out of bounds on a forged digit count or weight.  So a state is only read
+ * when its MAC (HMAC-SHA256 under a key in the data directory that no SQL
+ * role can read, over the server version, the database, the header and the
+ * payload) shows this server wrote it: a forged, truncated or patched state,
+ * or one of another aggregate, database or key, is an error before any
+ * deserialfn or receive function sees it.
  *
  * Privileges are checked as nodeAgg.c checks them: the caller must be able
  * to execute the aggregate, and the aggregate's owner its support
@@ -40,11 +44,14 @@
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "common/hmac.h"
+#include "common/sha2.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parse_agg.h"
+#include "storage/fd.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -62,6 +69,9 @@ PG_FUNCTION_INFO_V1(streamwm_combine_sfunc);
 PG_FUNCTION_INFO_V1(streamwm_combine_ffunc);
 
 #define SW_STATE_VERSION 2
+#define SW_KEY_FILE "streamwm_state.key"
+#define SW_KEY_LEN 32
+#define SW_MAC_LEN 16
 
 /* The header of a serialized state. */
 typedef struct SwStateHeader
@@ -69,7 +79,13 @@ typedef struct SwStateHeader
 	int32		version;
 	Oid			aggfnoid;
 	Oid			transtype;
+	int32		isnull;			/* the state is NULL (no payload) */
+	Oid			collation;		/* the aggregate call's input collation */
+	uint8		mac[SW_MAC_LEN];	/* over all of the above and the payload */
 } SwStateHeader;
+
+static uint8 sw_state_key[SW_KEY_LEN];
+static bool sw_state_key_loaded = false;
 
 /* What a call site knows of its aggregate, looked up once. */
 typedef struct SwAggInfo
@@ -101,7 +117,122 @@ typedef struct SwAggState
 	Datum		value;
 	bool		isnull;
 	bool		notrans;		/* no value yet (NULL initial value, no input) */
+	Oid			collation;		/* what the support functions are called with */
 } SwAggState;
+
+/*
+ * The key of the states' MACs: random bytes in a file of the data
+ * directory, made by the first backend that needs one (written aside and
+ * linked into place, so that concurrent first users agree on one key).
+ * Files of the data directory are the server's, never an SQL role's.
+ */
+static const uint8 *
+state_key(void)
+{
+	char		path[MAXPGPATH];
+	int			fd;
+	int			r;
+
+	if (sw_state_key_loaded)
+		return sw_state_key;
+	snprintf(path, sizeof(path), "%s/%s", DataDir, SW_KEY_FILE);
+	fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	if (fd < 0 && errno == ENOENT)
+	{
+		char		tmp[MAXPGPATH];
+		uint8		fresh[SW_KEY_LEN];
+
+		if (!pg_strong_random(fresh, sizeof(fresh)))
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("could not generate a random key for pane states")));
+		snprintf(tmp, sizeof(tmp), "%s.%d", path, MyProcPid);
+		fd = OpenTransientFile(tmp, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
+		if (fd < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not create file \"%s\": %m", tmp)));
+		errno = 0;
+		if (write(fd, fresh, sizeof(fresh)) != sizeof(fresh) || pg_fsync(fd) != 0)
+		{
+			if (errno == 0)
+				errno = ENOSPC;
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not write file \"%s\": %m", tmp)));
+		}
+		CloseTransientFile(fd);
+		if (link(tmp, path) != 0 && errno != EEXIST)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not link file \"%s\" to \"%s\": %m", tmp, path)));
+		unlink(tmp);
+		fd = OpenTransientFile(path, O_RDONLY | PG_BINARY);
+	}
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\": %m", path)));
+	r = read(fd, sw_state_key, SW_KEY_LEN);
+	CloseTransientFile(fd);
+	if (r != SW_KEY_LEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("file \"%s\" is not a streamwm key", path)));
+	sw_state_key_loaded = true;
+	return sw_state_key;
+}
+
+/* HMAC-SHA256 under the state key of the given pieces, truncated to len. */
+static void
+state_hmac(const void *a, Size alen, const void *b, Size blen, uint8 *out, Size len)
+{
+	const uint8 *key = state_key();
+	int32		context[2] = {PG_VERSION_NUM, (int32) MyDatabaseId};
+	uint8		full[PG_SHA256_DIGEST_LENGTH];
+	pg_hmac_ctx *ctx = pg_hmac_create(PG_SHA256);
+
+	if (ctx == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	if (pg_hmac_init(ctx, key, SW_KEY_LEN) < 0 ||
+		pg_hmac_update(ctx, (const uint8 *) context, sizeof(context)) < 0 ||
+		pg_hmac_update(ctx, (const uint8 *) a, alen) < 0 ||
+		pg_hmac_update(ctx, (const uint8 *) b, blen) < 0 ||
+		pg_hmac_final(ctx, full, sizeof(full)) < 0)
+	{
+		const char *why = pg_hmac_error(ctx);
+
+		pg_hmac_free(ctx);
+		elog(ERROR, "could not compute the MAC of a pane state: %s", why);
+	}
+	pg_hmac_free(ctx);
+	memcpy(out, full, len);
+}
+
+/* The MAC of a state: its header up to the MAC, and its payload. */
+static void
+state_mac(const SwStateHeader *hdr, const char *payload, Size len, uint8 *mac)
+{
+	state_hmac(hdr, offsetof(SwStateHeader, mac), payload, len, mac, SW_MAC_LEN);
+}
+
+/*
+ * What serialized states depend on besides the aggregate: their format and
+ * the key (by a fingerprint of it).  Part of a pane table's stamp, so that a
+ * new key or format rebuilds the pane tables instead of failing on them.
+ */
+char *
+sw_state_stamp(void)
+{
+	uint8		id[8];
+	const char	label[] = "streamwm key id";
+
+	state_hmac(label, sizeof(label), "", 0, id, sizeof(id));
+	return psprintf("v%d:%02x%02x%02x%02x%02x%02x%02x%02x", SW_STATE_VERSION,
+					id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7]);
+}
 
 static void
 check_execute(Oid fn, Oid role)
@@ -414,6 +545,7 @@ streamwm_partial_sfunc(PG_FUNCTION_ARGS)
 		for (int i = 0; i < ninputs; i++)
 			types[i] = get_fn_expr_argtype(fcinfo->flinfo, i + 2);
 		st = new_state(agg_info(fcinfo, PG_GETARG_OID(1), types, ninputs), cxt);
+		st->collation = fcinfo->fncollation;
 	}
 	else
 	{
@@ -446,7 +578,9 @@ streamwm_partial_sfunc(PG_FUNCTION_ARGS)
 
 /*
  * streamwm._state_ffunc(internal) -> bytea: the state serialized, behind
- * its header; NULL when the group had no input or its state is NULL.
+ * its header; NULL when the group had no input (no row passed the FILTER):
+ * streamwm.combine skips it.  A NULL state is a header saying so, passed
+ * on to the combine function as PostgreSQL's parallel aggregation does.
  */
 Datum
 streamwm_state_ffunc(PG_FUNCTION_ARGS)
@@ -463,8 +597,8 @@ streamwm_state_ffunc(PG_FUNCTION_ARGS)
 	st = (SwAggState *) PG_GETARG_POINTER(0);
 	info = st->info;
 	if (st->isnull)
-		PG_RETURN_NULL();
-	if (info->transtype == INTERNALOID)
+		payload = palloc(VARHDRSZ);
+	else if (info->transtype == INTERNALOID)
 	{
 		LOCAL_FCINFO(inner, 1);
 
@@ -475,20 +609,19 @@ streamwm_state_ffunc(PG_FUNCTION_ARGS)
 		if (inner->isnull)
 			elog(ERROR, "serialization function of aggregate %u returned NULL", info->aggfnoid);
 	}
-	else if (info->transbyval)
-	{
-		/* a by-value state: its bytes (any bit pattern is some value) */
-		payload = palloc(VARHDRSZ + info->translen);
-		SET_VARSIZE(payload, VARHDRSZ + info->translen);
-		store_att_byval(VARDATA(payload), st->value, info->translen);
-	}
 	else
 		payload = SendFunctionCall(&info->sendfn, st->value);
+	if (st->isnull)
+		SET_VARSIZE(payload, VARHDRSZ);
 
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.isnull = st->isnull;
+	hdr.collation = st->collation;
 	hdr.version = SW_STATE_VERSION;
 	hdr.aggfnoid = info->aggfnoid;
 	hdr.transtype = info->transtype;
 	len = VARSIZE_ANY_EXHDR(payload);
+	state_mac(&hdr, VARDATA_ANY(payload), len, hdr.mac);
 	result = palloc(VARHDRSZ + sizeof(hdr) + len);
 	SET_VARSIZE(result, VARHDRSZ + sizeof(hdr) + len);
 	memcpy(VARDATA(result), &hdr, sizeof(hdr));
@@ -496,15 +629,21 @@ streamwm_state_ffunc(PG_FUNCTION_ARGS)
 	PG_RETURN_BYTEA_P(result);
 }
 
-/* A serialized state read back, after checking it is this aggregate's. */
+/*
+ * A serialized state read back, after checking it is this aggregate's and
+ * was written by this server; *isnull for a NULL state.
+ */
 static Datum
-read_state(FunctionCallInfo fcinfo, SwAggInfo *info, bytea *bytes)
+read_state(FunctionCallInfo fcinfo, SwAggInfo *info, bytea *bytes, bool *isnull,
+		   Oid *collation)
 {
 	SwStateHeader hdr;
 	Size		len = VARSIZE_ANY_EXHDR(bytes);
 	const char *data = VARDATA_ANY(bytes);
 	StringInfoData buf;
 	Datum		value;
+	uint8		mac[SW_MAC_LEN];
+	uint8		diff = 0;
 
 	if (len < sizeof(hdr))
 		ereport(ERROR,
@@ -512,20 +651,34 @@ read_state(FunctionCallInfo fcinfo, SwAggInfo *info, bytea *bytes)
 				 errmsg("pane state is too short")));
 	memcpy(&hdr, data, sizeof(hdr));
 	if (hdr.version != SW_STATE_VERSION || hdr.aggfnoid != info->aggfnoid ||
-		hdr.transtype != info->transtype)
+		hdr.transtype != info->transtype || (hdr.isnull != 0 && hdr.isnull != 1))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("pane state is not a state of aggregate %s",
 						format_procedure(info->aggfnoid))));
-	len -= sizeof(hdr);
-	data += sizeof(hdr);
+	/* nothing reads a state this server did not write (see the head comment) */
+	state_mac(&hdr, data + sizeof(hdr), len - sizeof(hdr), mac);
+	for (int i = 0; i < SW_MAC_LEN; i++)
+		diff |= mac[i] ^ hdr.mac[i];
+	if (diff != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("pane state of aggregate %s was not written by this server",
+						format_procedure(info->aggfnoid)),
+				 errdetail("Its MAC does not match: it was changed, or made under another key or in another database.")));
+	*isnull = hdr.isnull;
+	*collation = hdr.collation;
+	if (*isnull)
+		return (Datum) 0;
+	initStringInfo(&buf);
+	appendBinaryStringInfo(&buf, data + sizeof(hdr), len - sizeof(hdr));
 	if (info->transtype == INTERNALOID)
 	{
 		LOCAL_FCINFO(inner, 2);
-		bytea	   *payload = palloc(VARHDRSZ + len);
+		bytea	   *payload = palloc(VARHDRSZ + buf.len);
 
-		SET_VARSIZE(payload, VARHDRSZ + len);
-		memcpy(VARDATA(payload), data, len);
+		SET_VARSIZE(payload, VARHDRSZ + buf.len);
+		memcpy(VARDATA(payload), buf.data, buf.len);
 		InitFunctionCallInfoData(*inner, &info->deserialfn, 2, InvalidOid, fcinfo->context, NULL);
 		inner->args[0].value = PointerGetDatum(payload);
 		inner->args[0].isnull = false;
@@ -536,22 +689,6 @@ read_state(FunctionCallInfo fcinfo, SwAggInfo *info, bytea *bytes)
 			elog(ERROR, "deserialization function of aggregate %u returned NULL", info->aggfnoid);
 		return value;
 	}
-	if (info->transbyval)
-	{
-		if (len != info->translen)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("pane state of aggregate %s has the wrong length",
-							format_procedure(info->aggfnoid))));
-		return fetch_att(data, true, info->translen);
-	}
-	/* a terminated copy of the bytes, as receive functions expect */
-	buf.data = palloc(len + 1);
-	memcpy(buf.data, data, len);
-	buf.data[len] = '\0';
-	buf.len = len;
-	buf.maxlen = len + 1;
-	buf.cursor = 0;
 	value = ReceiveFunctionCall(&info->recvfn, &buf, info->recv_ioparam, -1);
 	if (buf.cursor != buf.len)
 		ereport(ERROR,
@@ -572,6 +709,7 @@ streamwm_combine_sfunc(PG_FUNCTION_ARGS)
 	SwAggInfo  *info;
 	Datum		input = (Datum) 0;
 	bool		input_null = PG_ARGISNULL(1);
+	Oid			collation;
 	Datum		value;
 	LOCAL_FCINFO(inner, 2);
 
@@ -580,7 +718,10 @@ streamwm_combine_sfunc(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("the aggregate of streamwm.combine must not be NULL")));
 	if (PG_ARGISNULL(0))
+	{
 		st = new_state(agg_info(fcinfo, PG_GETARG_OID(2), NULL, 0), cxt);
+		st->collation = fcinfo->fncollation;
+	}
 	else
 	{
 		st = (SwAggState *) PG_GETARG_POINTER(0);
@@ -588,11 +729,20 @@ streamwm_combine_sfunc(PG_FUNCTION_ARGS)
 			elog(ERROR, "streamwm.combine called with another aggregate in the same group");
 	}
 	info = st->info;
-	if (!input_null)
-		input = read_state(fcinfo, info, PG_GETARG_BYTEA_PP(1));
+	/* a NULL state has no rows behind it (see streamwm_state_ffunc) */
+	if (input_null)
+		PG_RETURN_POINTER(st);
+	input = read_state(fcinfo, info, PG_GETARG_BYTEA_PP(1), &input_null, &collation);
+
+	/*
+	 * streamwm.merge has no collatable argument: it combines under the
+	 * collation the states were made with (max(text) needs one)
+	 */
+	if (!OidIsValid(st->collation))
+		st->collation = collation;
 	if (strict_step(st, &info->combinefn, input, input_null, cxt))
 		PG_RETURN_POINTER(st);
-	InitFunctionCallInfoData(*inner, &info->combinefn, 2, fcinfo->fncollation,
+	InitFunctionCallInfoData(*inner, &info->combinefn, 2, st->collation,
 							 fcinfo->context, NULL);
 	inner->args[0].value = st->value;
 	inner->args[0].isnull = st->isnull;
@@ -633,7 +783,8 @@ streamwm_combine_ffunc(PG_FUNCTION_ARGS)
 	}
 	InitFunctionCallInfoData(*inner, &info->finalfn,
 							 1 + (info->final_extra ? info->nargs : 0),
-							 fcinfo->fncollation, fcinfo->context, NULL);
+							 OidIsValid(fcinfo->fncollation) ? fcinfo->fncollation : st->collation,
+							 fcinfo->context, NULL);
 	inner->args[0].value = st->value;
 	inner->args[0].isnull = st->isnull;
 	for (int i = 1; i < inner->nargs; i++)
@@ -641,7 +792,8 @@ streamwm_combine_ffunc(PG_FUNCTION_ARGS)
 		inner->args[i].value = (Datum) 0;
 		inner->args[i].isnull = true;
 	}
-	if (info->finalfn.fn_strict && st->isnull)
+	/* as nodeAgg.c: a strict final function gets no NULL, extra arguments included */
+	if (info->finalfn.fn_strict && (st->isnull || inner->nargs > 1))
 		PG_RETURN_NULL();
 	result = FunctionCallInvoke(inner);
 	if (inner->isnull)

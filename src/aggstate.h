@@ -7,5 +7,6 @@
 #define STREAMWM_AGGSTATE_H
 
 extern const char *sw_agg_piecewise_refusal(Oid aggfnoid);
+extern char *sw_state_stamp(void);
 
 #endif

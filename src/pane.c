@@ -421,7 +421,8 @@ pane_columns(const PanePlan *pp, const char *prefix, int nkeys_only)
 
 /*
  * What a pane table's contents depend on: the server version, the table's
- * file (a restore or TRUNCATE makes a new one) and the aggregates.
+ * file (a restore or TRUNCATE makes a new one), the states' format and key
+ * (sw_state_stamp) and the aggregates.
  */
 static char *
 pane_stamp(const PanePlan *pp, Oid pane_table)
@@ -432,8 +433,8 @@ pane_stamp(const PanePlan *pp, Oid pane_table)
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for relation %u", pane_table);
 	initStringInfo(&s);
-	appendStringInfo(&s, "%d:%u:", PG_VERSION_NUM,
-					 ((Form_pg_class) GETSTRUCT(tup))->relfilenode);
+	appendStringInfo(&s, "%d:%u:%s:", PG_VERSION_NUM,
+					 ((Form_pg_class) GETSTRUCT(tup))->relfilenode, sw_state_stamp());
 	ReleaseSysCache(tup);
 	for (int i = 0; i < pp->naggs; i++)
 		appendStringInfo(&s, "%s%u", i > 0 ? "," : "", pp->aggs[i]);
