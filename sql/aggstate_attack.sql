@@ -75,7 +75,7 @@ SELECT streamwm.combine(overlay(avg_i PLACING substr(sum_i, 5, 4) FROM 5), 'sum(
 -- a by-value state whose header claims transtype internal
 SELECT streamwm.combine(overlay(cnt PLACING substr(avg_i, 9, 4) FROM 9), 'count()'::regprocedure, NULL::int8)
   FROM alice_states;
-SELECT streamwm.merge(overlay(cnt PLACING '\x00' FROM 30), 'count()'::regprocedure) FROM alice_states;
+SELECT streamwm.merge(overlay(cnt PLACING '\x07' FROM 29), 'count()'::regprocedure) FROM alice_states;
 
 -- 5. states combined equal the aggregate over all rows: groups stand for
 -- panes, merge for a pane filled in two steps
