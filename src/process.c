@@ -24,7 +24,8 @@
  *		statement); an error is recorded in query_def.last_error and the
  *		query retries from the same closed_until next step;
  *	 7. apply retention: accepted rows by event time once no query needs
- *		them, late rows (evidence) only once they arrived retention ago.
+ *		them (found by offset, up to a retention_mark), late rows
+ *		(evidence) only once they arrived retention ago.
  *
  * Reading the stream and retention's DELETE run as the stream's owner and
  * may run the owner's code (policies, triggers): they are bounded by
@@ -51,6 +52,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
@@ -280,6 +282,23 @@ save_stream(Oid relid, SwStreamClock *clock, int64 events, LateRows *late,
 				" WHERE stream = $1",
 				6, stypes, svalues, NULL, SPI_OK_UPDATE);
 
+	/*
+	 * Retention's bound (expire_rows): from here on, every row read is late
+	 * or has event time >= W.  A W already marked keeps its earlier offsets.
+	 */
+	if (!TIMESTAMP_NOT_FINITE(clock->watermark))
+	{
+		Oid			mtypes[3] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID};
+		Datum		mvalues[3];
+
+		mvalues[0] = ObjectIdGetDatum(relid);
+		mvalues[1] = TimestampTzGetDatum(clock->watermark);
+		mvalues[2] = pvalues[2];
+		sw_spi_exec("INSERT INTO streamwm.retention_mark (stream, watermark, offsets)"
+					" VALUES ($1, $2, $3) ON CONFLICT (stream, watermark) DO NOTHING",
+					3, mtypes, mvalues, NULL, SPI_OK_INSERT);
+	}
+
 	if (late->n > 0)
 	{
 		Oid			ltypes[6] = {OIDOID, INT4ARRAYOID, INT8ARRAYOID,
@@ -496,6 +515,16 @@ expire_late_rows(Oid relid, Oid owner, const char *relname, int64 retention_us,
  * expire_late_rows().  Records in stream_def.retained_from how far rows
  * were removed, so that a new 'earliest' query starts at the first window
  * that is still complete.  Returns the number of rows removed.
+ *
+ * The rows are found by offset, on the primary key, not by event time:
+ * W only grows and an accepted row has event time >= the W it was read
+ * under, so no row read after the first retention_mark with watermark >=
+ * the horizon can be old enough.  Each partition is read from its oldest
+ * row up to that mark's offset: the rows retention removes now, plus the
+ * few older ones whose event time is still ahead (bounded by the
+ * disorder).  Marks below the horizon are no longer needed; without any
+ * mark (there is always the one this step left) the processed offsets
+ * bound the read, which is correct, only slower.
  */
 static uint64
 expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *clock,
@@ -506,6 +535,7 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
 	Oid			types[3] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID};
 	Datum		values[3];
 	uint64		removed;
+	bool		isnull = true;
 
 	if (TIMESTAMP_NOT_FINITE(clock->watermark))
 		return 0;
@@ -517,17 +547,48 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
 
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = TimestampTzGetDatum(horizon);
-	values[2] = processed_offsets(clock);
+	sw_spi_exec("SELECT m.offsets FROM streamwm.retention_mark m"
+				" WHERE m.stream OPERATOR(pg_catalog.=) $1"
+				" AND m.watermark OPERATOR(pg_catalog.>=) $2"
+				" ORDER BY m.watermark LIMIT 1",
+				2, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		Datum		d = sw_spi_getdatum(0, 1, &isnull);
+
+		if (!isnull)
+			values[2] = datumCopy(d, false, -1);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	if (isnull)
+		values[2] = processed_offsets(clock);
+	sw_spi_exec("DELETE FROM streamwm.retention_mark"
+				" WHERE stream OPERATOR(pg_catalog.=) $1"
+				" AND watermark OPERATOR(pg_catalog.<) $2",
+				2, types, values, NULL, SPI_OK_DELETE);
+
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
+	/*
+	 * The rows are collected on the primary key, partition by partition in
+	 * offset order, and deleted by ctid.  The event time test is kept from
+	 * matching the BRIN index: space that retention freed is reused by new
+	 * rows, so ranges keep the minimum of rows long gone and a scan for
+	 * "event time < horizon" would match most of the table.
+	 */
 	sw_retention_delete(relid, relname,
-						psprintf("DELETE FROM ONLY %s t WHERE t.sw_event_time OPERATOR(pg_catalog.<) $2"
-								 " AND t.sw_offset OPERATOR(pg_catalog.<=)"
-								 " ($3::pg_catalog.int8[])[t.sw_partition OPERATOR(pg_catalog.+) 1]"
-								 " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log l"
+						psprintf("DELETE FROM ONLY %s t WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+								 "SELECT r.ctid"
+								 " FROM pg_catalog.unnest($3::pg_catalog.int8[]) WITH ORDINALITY AS p(upto, n)"
+								 " CROSS JOIN LATERAL (SELECT x.ctid, x.sw_partition, x.sw_offset FROM ONLY %s x"
+								 " WHERE x.sw_partition OPERATOR(pg_catalog.=) (p.n OPERATOR(pg_catalog.-) 1)::pg_catalog.int4"
+								 " AND x.sw_offset OPERATOR(pg_catalog.<=) p.upto"
+								 " AND (x.sw_event_time OPERATOR(pg_catalog.<) $2) IS TRUE"
+								 " ORDER BY x.sw_offset) r"
+								 " WHERE NOT EXISTS (SELECT 1 FROM streamwm.late_event_log l"
 								 " WHERE l.stream OPERATOR(pg_catalog.=) $1"
-								 " AND l.partition OPERATOR(pg_catalog.=) t.sw_partition"
-								 " AND l.sw_offset OPERATOR(pg_catalog.=) t.sw_offset)",
-								 relname),
+								 " AND l.partition OPERATOR(pg_catalog.=) r.sw_partition"
+								 " AND l.sw_offset OPERATOR(pg_catalog.=) r.sw_offset)))",
+								 relname, relname),
 						3, types, values);
 	sw_leave_role(&rcx);
 	removed = SPI_processed;
