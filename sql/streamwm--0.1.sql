@@ -84,17 +84,20 @@ CREATE TABLE streamwm.late_event_log (
     PRIMARY KEY (stream, partition, sw_offset)
 );
 
--- Where each step left the partitions' processed offsets, by the W it left:
--- a row read after a mark is late or has event time >= the mark's W, so
--- retention, which removes accepted rows with event time < its horizon, reads
--- each partition by offset only up to the first mark with watermark >= the
--- horizon (src/process.c).  Marks below the horizon are removed with the rows.
+-- Retention's map of a stream by offset (src/process.c): each step that
+-- read accepted rows records where it left the partitions' processed
+-- offsets and the earliest event time of those rows (steps that leave the
+-- same W share a row).  Retention reads, on the primary key, only up to the
+-- offsets of the newest mark whose min_event_time is below its horizon.
 CREATE TABLE streamwm.retention_mark (
-    stream    regclass NOT NULL,
-    watermark timestamptz NOT NULL,
-    offsets   bigint[] NOT NULL,        -- processed offset of each partition, in partition order
+    stream         regclass NOT NULL,
+    watermark      timestamptz NOT NULL, -- W after the step(s): orders the marks
+    offsets        bigint[] NOT NULL,    -- processed offset of each partition, in partition order
+    min_event_time timestamptz NOT NULL, -- <= the event time of every accepted row still
+                                         -- retained after the previous mark, up to offsets
     PRIMARY KEY (stream, watermark)
 );
+CREATE INDEX ON streamwm.retention_mark (stream, min_event_time);
 
 /*
  * The catalog is written only by streamwm itself: the API functions and the

@@ -81,6 +81,7 @@ typedef struct LateRows
 	TimestampTz *event_time;
 	TimestampTz *watermark;
 	TimestampTz *arrival;
+	TimestampTz accepted_min;	/* earliest event time of an accepted row */
 } LateRows;
 
 static void
@@ -228,6 +229,8 @@ read_batch(Oid relid, Oid owner, const char *relname, SwStreamClock *clock,
 
 		if (sw_observe_event(clock, p, off, t, a, &w))
 			late_rows_add(late, p, off, t, w, a);
+		else if (t < late->accepted_min)
+			late->accepted_min = t;
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return n;
@@ -283,20 +286,23 @@ save_stream(Oid relid, SwStreamClock *clock, int64 events, LateRows *late,
 				6, stypes, svalues, NULL, SPI_OK_UPDATE);
 
 	/*
-	 * Retention's bound (expire_rows): from here on, every row read is late
-	 * or has event time >= W.  A W already marked keeps its earlier offsets.
+	 * Retention's map (expire_rows): the accepted rows this step read lie
+	 * up to these offsets, with event times >= accepted_min.
 	 */
-	if (!TIMESTAMP_NOT_FINITE(clock->watermark))
+	if (late->accepted_min != DT_NOEND)
 	{
-		Oid			mtypes[3] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID};
-		Datum		mvalues[3];
+		Oid			mtypes[4] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID, TIMESTAMPTZOID};
+		Datum		mvalues[4];
 
 		mvalues[0] = ObjectIdGetDatum(relid);
 		mvalues[1] = TimestampTzGetDatum(clock->watermark);
 		mvalues[2] = pvalues[2];
-		sw_spi_exec("INSERT INTO streamwm.retention_mark (stream, watermark, offsets)"
-					" VALUES ($1, $2, $3) ON CONFLICT (stream, watermark) DO NOTHING",
-					3, mtypes, mvalues, NULL, SPI_OK_INSERT);
+		mvalues[3] = TimestampTzGetDatum(late->accepted_min);
+		sw_spi_exec("INSERT INTO streamwm.retention_mark AS m"
+					" (stream, watermark, offsets, min_event_time) VALUES ($1, $2, $3, $4)"
+					" ON CONFLICT (stream, watermark) DO UPDATE SET offsets = EXCLUDED.offsets,"
+					" min_event_time = LEAST(m.min_event_time, EXCLUDED.min_event_time)",
+					4, mtypes, mvalues, NULL, SPI_OK_INSERT);
 	}
 
 	if (late->n > 0)
@@ -516,15 +522,16 @@ expire_late_rows(Oid relid, Oid owner, const char *relname, int64 retention_us,
  * were removed, so that a new 'earliest' query starts at the first window
  * that is still complete.  Returns the number of rows removed.
  *
- * The rows are found by offset, on the primary key, not by event time:
- * W only grows and an accepted row has event time >= the W it was read
- * under, so no row read after the first retention_mark with watermark >=
- * the horizon can be old enough.  Each partition is read from its oldest
- * row up to that mark's offset: the rows retention removes now, plus the
- * few older ones whose event time is still ahead (bounded by the
- * disorder).  Marks below the horizon are no longer needed; without any
- * mark (there is always the one this step left) the processed offsets
- * bound the read, which is correct, only slower.
+ * The rows are found by offset, on the primary key, not by event time.
+ * Each step that read accepted rows left a retention_mark: the offsets it
+ * read up to and the earliest event time among them.  A row old enough to
+ * remove lies at or below the offsets of the newest mark whose
+ * min_event_time is below the horizon, so each partition is read from its
+ * oldest row up to there: the rows removed now, plus those of the same
+ * steps, and older ones, whose event time is still ahead (bounded by the
+ * disorder).  Afterwards every accepted row up to that mark has event time
+ * >= the horizon: the older marks go and that one keeps the horizon as its
+ * minimum.  No such mark: nothing to remove, nothing read.
  */
 static uint64
 expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *clock,
@@ -532,10 +539,10 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
 {
 	SwRoleContext rcx;
 	TimestampTz horizon;
-	Oid			types[3] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID};
-	Datum		values[3];
+	Oid			types[4] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID, TIMESTAMPTZOID};
+	Datum		values[4];
 	uint64		removed;
-	bool		isnull = true;
+	bool		isnull;
 
 	if (TIMESTAMP_NOT_FINITE(clock->watermark))
 		return 0;
@@ -547,25 +554,21 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
 
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = TimestampTzGetDatum(horizon);
-	sw_spi_exec("SELECT m.offsets FROM streamwm.retention_mark m"
+	/* the marks below the horizon, on (stream, min_event_time); the newest */
+	sw_spi_exec("SELECT s.offsets, s.watermark FROM (SELECT m.offsets, m.watermark"
+				" FROM streamwm.retention_mark m"
 				" WHERE m.stream OPERATOR(pg_catalog.=) $1"
-				" AND m.watermark OPERATOR(pg_catalog.>=) $2"
-				" ORDER BY m.watermark LIMIT 1",
+				" AND m.min_event_time OPERATOR(pg_catalog.<) $2 OFFSET 0) s"
+				" ORDER BY s.watermark DESC LIMIT 1",
 				2, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 1)
+	if (SPI_processed == 0)
 	{
-		Datum		d = sw_spi_getdatum(0, 1, &isnull);
-
-		if (!isnull)
-			values[2] = datumCopy(d, false, -1);
+		SPI_freetuptable(SPI_tuptable);
+		return 0;
 	}
+	values[2] = datumCopy(sw_spi_getdatum(0, 1, &isnull), false, -1);
+	values[3] = sw_spi_getdatum(0, 2, &isnull);
 	SPI_freetuptable(SPI_tuptable);
-	if (isnull)
-		values[2] = processed_offsets(clock);
-	sw_spi_exec("DELETE FROM streamwm.retention_mark"
-				" WHERE stream OPERATOR(pg_catalog.=) $1"
-				" AND watermark OPERATOR(pg_catalog.<) $2",
-				2, types, values, NULL, SPI_OK_DELETE);
 
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
 	/*
@@ -592,6 +595,15 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
 						3, types, values);
 	sw_leave_role(&rcx);
 	removed = SPI_processed;
+	sw_spi_exec("DELETE FROM streamwm.retention_mark"
+				" WHERE stream OPERATOR(pg_catalog.=) $1"
+				" AND watermark OPERATOR(pg_catalog.<) $4",
+				4, types, values, NULL, SPI_OK_DELETE);
+	sw_spi_exec("UPDATE streamwm.retention_mark SET min_event_time = $2"
+				" WHERE stream OPERATOR(pg_catalog.=) $1"
+				" AND watermark OPERATOR(pg_catalog.=) $4"
+				" AND min_event_time OPERATOR(pg_catalog.<) $2",
+				4, types, values, NULL, SPI_OK_UPDATE);
 	if (removed > 0)
 		sw_spi_exec("UPDATE streamwm.stream_def"
 					" SET retained_from = GREATEST(retained_from, $2)"
@@ -652,6 +664,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	late.event_time = palloc(late.cap * sizeof(TimestampTz));
 	late.watermark = palloc(late.cap * sizeof(TimestampTz));
 	late.arrival = palloc(late.cap * sizeof(TimestampTz));
+	late.accepted_min = DT_NOEND;
 
 	/* streamwm's own statements run as the catalog's owner, user SQL as its owner */
 	sw_enter_catalog(&ccx);
