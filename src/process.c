@@ -18,7 +18,9 @@
  *	 4. when every committed row has been read, advance W once more with
  *		the step's clock 'now' (idle partitions);
  *	 5. store the offsets, partition maxima, W and counters;
- *	 6. for each query of the stream, in a subtransaction and as the query's
+ *	 6. (a stream with a general-plan query: summarise the BRIN ranges
+ *		written since the last step, see summarize_new_ranges)
+ *		for each query of the stream, in a subtransaction and as the query's
  *		owner, upsert every window that W has closed since the query's
  *		closed_until, and move closed_until to W (query.c builds the
  *		statement); an error is recorded in query_def.last_error and the
@@ -51,6 +53,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
@@ -476,6 +479,46 @@ close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
 }
 
 /*
+ * The general plan reads a window's rows through the stream's BRIN index
+ * on sw_event_time (query.c).  A block range nobody summarised yet matches
+ * every scan, and autovacuum summarises new ranges only now and then
+ * (autosummarize), so a stream with a general-plan query has the ranges
+ * written since the last step summarised before its windows are read: it
+ * reads only those new pages.  brin_summarize_new_values() takes SHARE
+ * UPDATE EXCLUSIVE on the stream; when someone holds it (VACUUM, ANALYZE,
+ * CREATE INDEX CONCURRENTLY) the step does not wait: the ranges stay
+ * unsummarised (read, not skipped) until a later step or autovacuum.  The
+ * lock is then held to the end of the step, which autovacuum skips.
+ */
+static void
+summarize_new_ranges(Oid relid, Oid owner, const char *relname)
+{
+	SwRoleContext rcx;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		general;
+
+	sw_spi_exec("SELECT 1 FROM streamwm.query_def"
+				" WHERE stream OPERATOR(pg_catalog.=) $1"
+				" AND plan OPERATOR(pg_catalog.=) 'general' LIMIT 1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	general = SPI_processed > 0;
+	SPI_freetuptable(SPI_tuptable);
+	if (!general || !ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
+		return;
+	/* as the stream's owner: the function requires it */
+	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
+	sw_spi_exec("SELECT pg_catalog.brin_summarize_new_values(i.indexrelid)"
+				" FROM pg_catalog.pg_index i"
+				" JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid"
+				" JOIN pg_catalog.pg_am a ON a.oid OPERATOR(pg_catalog.=) c.relam"
+				" WHERE i.indrelid OPERATOR(pg_catalog.=) $1"
+				" AND a.amname OPERATOR(pg_catalog.=) 'brin' AND i.indisvalid",
+				1, types, values, NULL, SPI_OK_SELECT);
+	sw_leave_role(&rcx);
+}
+
+/*
  * Retention of late events (SPEC section 8: late events are evidence): a
  * late row and its streamwm.late_event_log entry are removed once they
  * arrived before now - retention, whatever their event time.  Returns the
@@ -700,6 +743,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 		sw_advance_watermark(&clock, now);
 
 	save_stream(relid, &clock, events, &late, now);
+	summarize_new_ranges(relid, owner, relname);
 	needed = close_all_windows(relid, &clock, now, from_worker);
 	apply_retention(relid, owner, relname, &clock, retention_us, needed, now);
 	sw_leave_role(&ccx);
