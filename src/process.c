@@ -56,6 +56,8 @@
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
@@ -84,8 +86,22 @@ typedef struct LateRows
 	TimestampTz *event_time;
 	TimestampTz *watermark;
 	TimestampTz *arrival;
-	TimestampTz accepted_min;	/* earliest event time of an accepted row */
+	/* retention marks (expire_rows), one per SW_MARK_ROWS accepted rows */
+	int			nmarks;
+	int			markcap;
+	TimestampTz *mark_watermark;
+	TimestampTz *mark_min;
+	Datum	   *mark_offsets;
+	int64		pending_rows;	/* accepted rows since the last mark */
+	TimestampTz pending_min;	/* and their earliest event time */
 } LateRows;
+
+/*
+ * How many accepted rows one retention mark covers at most: retention reads
+ * the rows of the marks below its horizon, so a catch-up step that read a
+ * million rows must not leave one mark for all of them.
+ */
+#define SW_MARK_ROWS 4096
 
 static void
 late_rows_add(LateRows *late, int32 partition, int64 offset,
@@ -177,6 +193,36 @@ processed_offsets(const SwStreamClock *clock)
 }
 
 /*
+ * Close a retention mark: the accepted rows read since the previous one lie
+ * up to the current processed offsets, with event times >= pending_min.
+ */
+static void
+add_mark(LateRows *late, const SwStreamClock *clock)
+{
+	if (late->pending_rows == 0)
+		return;
+	if (late->nmarks == late->markcap)
+	{
+		late->markcap = Max(8, late->markcap * 2);
+		late->mark_watermark = late->nmarks == 0 ?
+			palloc(late->markcap * sizeof(TimestampTz)) :
+			repalloc(late->mark_watermark, late->markcap * sizeof(TimestampTz));
+		late->mark_min = late->nmarks == 0 ?
+			palloc(late->markcap * sizeof(TimestampTz)) :
+			repalloc(late->mark_min, late->markcap * sizeof(TimestampTz));
+		late->mark_offsets = late->nmarks == 0 ?
+			palloc(late->markcap * sizeof(Datum)) :
+			repalloc(late->mark_offsets, late->markcap * sizeof(Datum));
+	}
+	late->mark_watermark[late->nmarks] = clock->watermark;
+	late->mark_min[late->nmarks] = late->pending_min;
+	late->mark_offsets[late->nmarks] = processed_offsets(clock);
+	late->nmarks++;
+	late->pending_rows = 0;
+	late->pending_min = DT_NOEND;
+}
+
+/*
  * Read the next batch of committed, unprocessed rows in offset order and
  * feed them to the watermark rule.  Returns the number of rows read.
  */
@@ -232,8 +278,13 @@ read_batch(Oid relid, Oid owner, const char *relname, SwStreamClock *clock,
 
 		if (sw_observe_event(clock, p, off, t, a, &w))
 			late_rows_add(late, p, off, t, w, a);
-		else if (t < late->accepted_min)
-			late->accepted_min = t;
+		else
+		{
+			if (t < late->pending_min)
+				late->pending_min = t;
+			if (++late->pending_rows >= SW_MARK_ROWS)
+				add_mark(late, clock);
+		}
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return n;
@@ -289,18 +340,20 @@ save_stream(Oid relid, SwStreamClock *clock, int64 events, LateRows *late,
 				6, stypes, svalues, NULL, SPI_OK_UPDATE);
 
 	/*
-	 * Retention's map (expire_rows): the accepted rows this step read lie
-	 * up to these offsets, with event times >= accepted_min.
+	 * Retention's map (expire_rows): the marks of this step's accepted rows,
+	 * the last one closed with the final W.  Marks that leave the same W
+	 * share a row (adjacent ranges: W never decreases).
 	 */
-	if (late->accepted_min != DT_NOEND)
+	add_mark(late, clock);
+	for (int i = 0; i < late->nmarks; i++)
 	{
 		Oid			mtypes[4] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID, TIMESTAMPTZOID};
 		Datum		mvalues[4];
 
 		mvalues[0] = ObjectIdGetDatum(relid);
-		mvalues[1] = TimestampTzGetDatum(clock->watermark);
-		mvalues[2] = pvalues[2];
-		mvalues[3] = TimestampTzGetDatum(late->accepted_min);
+		mvalues[1] = TimestampTzGetDatum(late->mark_watermark[i]);
+		mvalues[2] = late->mark_offsets[i];
+		mvalues[3] = TimestampTzGetDatum(late->mark_min[i]);
 		sw_spi_exec("INSERT INTO streamwm.retention_mark AS m"
 					" (stream, watermark, offsets, min_event_time) VALUES ($1, $2, $3, $4)"
 					" ON CONFLICT (stream, watermark) DO UPDATE SET offsets = EXCLUDED.offsets,"
@@ -480,7 +533,8 @@ close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
 
 /*
  * The general plan reads a window's rows through the stream's BRIN index
- * on sw_event_time (query.c).  A block range nobody summarised yet matches
+ * on sw_event_time (query.c), if the planner has the statistics to see
+ * that it pays (below).  A block range nobody summarised yet matches
  * every scan, and autovacuum summarises new ranges only now and then
  * (autosummarize), so a stream with a general-plan query has the ranges
  * written since the last step summarised before its windows are read: it
@@ -508,6 +562,18 @@ summarize_new_ranges(Oid relid, Oid owner, const char *relname)
 		return;
 	/* as the stream's owner: the function requires it */
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
+
+	/*
+	 * The planner costs a BRIN scan by the column's correlation: a stream
+	 * never analysed (autovacuum has not come yet) gets sequential scans.
+	 * ANALYZE it once; autovacuum keeps the statistics after that.
+	 */
+	if (!SearchSysCacheExists3(STATRELATTINH, ObjectIdGetDatum(relid),
+							   Int16GetDatum(get_attnum(relid, "sw_event_time")),
+							   BoolGetDatum(false)))
+		sw_spi_exec_bounded(psprintf("analyzing stream %s", relname),
+							psprintf("ANALYZE %s", relname),
+							0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	sw_spi_exec("SELECT pg_catalog.brin_summarize_new_values(i.indexrelid)"
 				" FROM pg_catalog.pg_index i"
 				" JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid"
@@ -707,7 +773,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	late.event_time = palloc(late.cap * sizeof(TimestampTz));
 	late.watermark = palloc(late.cap * sizeof(TimestampTz));
 	late.arrival = palloc(late.cap * sizeof(TimestampTz));
-	late.accepted_min = DT_NOEND;
+	late.pending_min = DT_NOEND;
 
 	/* streamwm's own statements run as the catalog's owner, user SQL as its owner */
 	sw_enter_catalog(&ccx);
