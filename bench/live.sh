@@ -21,15 +21,19 @@
 # last 10 one second at a time (untimed); then SECONDS timed seconds.
 # Prints the median (and p10/p90) step time per stream and the ratios
 # size/hop=60 : size/hop=1; appends a dated section to bench/REPORT.md.
-# GENERAL=0 skips the g1/g60 pair.
+# GENERAL=0 skips the g1/g60 pair.  RETENTION='30 s' creates the streams
+# with that retention (default: create_stream's, 1 day, so nothing is
+# deleted), so that steps also remove rows; every 10 s of event time each
+# stream is VACUUMed (untimed), so that new rows reuse the space freed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 eps=${1:-5000}; secs=${2:-60}; keys=${3:-100}; warm=${4:-70}
 general=${GENERAL:-1}
+retention=${RETENTION:-}
 if [ "$(id -u)" = 0 ]; then     # PostgreSQL refuses root: run as postgres in a copy
     tmp=$(mktemp -d); cp -r "$here" "$tmp/bench"; cp "$here/../test/cluster.sh" "$tmp/bench/"
     chown -R postgres "$tmp"
-    runuser -u postgres -- env PG_BIN="${PG_BIN:-}" GENERAL="$general" REPORT_FILE="$tmp/section.md" \
+    runuser -u postgres -- env PG_BIN="${PG_BIN:-}" GENERAL="$general" RETENTION="$retention" REPORT_FILE="$tmp/section.md" \
         COMMIT="$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')" \
         bash "$tmp/bench/live.sh" "$eps" "$secs" "$keys" "$warm"
     cat "$tmp/section.md" >>"$here/REPORT.md"; rm -rf "$tmp"
@@ -47,7 +51,7 @@ $PSQL -c "SET client_min_messages = warning" -c "CREATE EXTENSION streamwm" 2>/d
 
 streams="s1 s60"; [ "$general" = 1 ] && streams="s1 s60 g1 g60"
 for s in $streams; do
-    $PSQL -c "SELECT streamwm.create_stream('$s', 'k int, v int')" >/dev/null
+    $PSQL -c "SELECT streamwm.create_stream('$s', 'k int, v int'${retention:+, retention => '$retention'})" >/dev/null
     case $s in
         s*) q="SELECT k, count(*) AS n, sum(v) AS s FROM $s GROUP BY k" ;;
         g*) q="SELECT k, count(*) AS n, string_agg(v::text, ',' ORDER BY v) AS vs FROM $s GROUP BY k" ;;
@@ -74,6 +78,11 @@ t0=$(date +%s)
     echo "\\timing on"
     ins 0 $((warm - 10)); step $((warm - 11))
     for ((sec = warm - 10; sec < warm + secs; sec++)); do
+        # with a retention, a VACUUM of every stream each 10 s (untimed), as
+        # autovacuum would do in a run this long, so that freed space is reused
+        if [ -n "$retention" ] && [ $((sec % 10)) = 0 ]; then
+            for s in $streams; do echo "VACUUM $s;"; done
+        fi
         ins $sec $((sec + 1)); step $sec
     done
 } | $PSQL >"$dir/out.txt"
@@ -95,13 +104,15 @@ check=$($PSQL -c "SELECT string_agg(query || ': ' || windows_emitted || ' window
 # every 60 s window that starts at or after event time 0 is complete: each key has 60 * eps / keys rows
 groups=$($PSQL -c "SELECT count(DISTINCT window_start) || ' complete 60 s windows checked, ' || count(*) FILTER (WHERE n <> 60 * $eps / $keys) || ' wrong (key, window) counts (must be 0)' FROM q_s60 WHERE window_start >= '$base'")
 ver=$($PSQL -c "SHOW server_version")
+expired=$($PSQL -c "SELECT string_agg(stream || '=' || expired_rows, ', ' ORDER BY stream::text) FROM streamwm.streams")
 plans=$($PSQL -c "SELECT string_agg(name || '=' || plan, ', ' ORDER BY name) FROM streamwm.query_def" 2>/dev/null || echo "?")
 
 out=$(cat <<EOF
 live simulation: $eps events/s into each stream, $keys keys, warm-up ${warm} s, $secs timed steps each
 machine: $(nproc) cores, PostgreSQL $ver, $(IFS=';'; echo "${settings[*]}"), no worker (process(now => ...) timed by psql \\timing)
 queries: $check
-plans: $plans
+plans: $plans${retention:+
+retention: $retention (expired rows: $expired)}
 check: $groups
 
 | stream | query | hop / size | median ms | p10 | p90 | steps |
@@ -120,7 +131,7 @@ out+=$'\n'"total run time ${elapsed} s"
 echo "$out"
 {
     echo
-    echo "## Live simulation, $(date -u '+%Y-%m-%d %H:%M UTC') (\`bash bench/live.sh $eps $secs $keys $warm\`, commit ${COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')})"
+    echo "## Live simulation, $(date -u '+%Y-%m-%d %H:%M UTC') (\`${retention:+RETENTION='$retention' }bash bench/live.sh $eps $secs $keys $warm\`, commit ${COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')})"
     echo
     echo "$out"
 } >>"$report"

@@ -51,3 +51,18 @@ SELECT count(*) AS gated_windows,
        min(window_start), max(window_end)
   FROM ret_gated;
 SELECT query, last_error FROM streamwm.queries WHERE stream = 'ret'::regclass ORDER BY 1;
+
+-- The stream is read by offset on its primary key; only the general plan's
+-- window reads and the views filter by event time, through a BRIN index:
+-- there is no btree on sw_event_time for every row to enter.
+SELECT am.amname, array_agg(a.attname ORDER BY k.ord) AS columns, i.indisprimary
+  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am am ON am.oid = c.relam
+ CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, ord)
+  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+ WHERE i.indrelid = 'ret'::regclass
+ GROUP BY i.indexrelid, am.amname, i.indisprimary ORDER BY 1, 2;
+-- retention's map by offset: a few marks, none below what it removed
+SELECT count(*) BETWEEN 1 AND 10 AS few_marks,
+       min(min_event_time) >= (SELECT watermark - interval '5 minutes' - interval '1 minute'
+                                 FROM streamwm.streams WHERE stream = 'ret'::regclass) AS none_below_horizon
+  FROM streamwm.retention_mark WHERE stream = 'ret'::regclass;

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * catalog.c
  *	  Owns access to streamwm's catalog tables (streamwm.stream_def,
- *	  partition_state, query_def, late_event_log; defined in
+ *	  partition_state, query_def, late_event_log, retention_mark; defined in
  *	  sql/streamwm--0.1.sql) and the SPI helpers the other files share.
  *-------------------------------------------------------------------------
  */
@@ -539,6 +539,8 @@ streamwm_unregister_stream(PG_FUNCTION_ARGS)
 	sw_spi_exec("DELETE FROM streamwm.late_event_log WHERE stream = $1",
 				1, types, values, NULL, SPI_OK_DELETE);
 	sw_spi_exec("DELETE FROM streamwm.query_def WHERE stream = $1",
+				1, types, values, NULL, SPI_OK_DELETE);
+	sw_spi_exec("DELETE FROM streamwm.retention_mark WHERE stream = $1",
 				1, types, values, NULL, SPI_OK_DELETE);
 	sw_spi_exec("DELETE FROM streamwm.partition_state WHERE stream = $1",
 				1, types, values, NULL, SPI_OK_DELETE);

@@ -18,13 +18,16 @@
  *	 4. when every committed row has been read, advance W once more with
  *		the step's clock 'now' (idle partitions);
  *	 5. store the offsets, partition maxima, W and counters;
- *	 6. for each query of the stream, in a subtransaction and as the query's
+ *	 6. (a stream with a general-plan query: summarise the BRIN ranges
+ *		written since the last step, see summarize_new_ranges)
+ *		for each query of the stream, in a subtransaction and as the query's
  *		owner, upsert every window that W has closed since the query's
  *		closed_until, and move closed_until to W (query.c builds the
  *		statement); an error is recorded in query_def.last_error and the
  *		query retries from the same closed_until next step;
  *	 7. apply retention: accepted rows by event time once no query needs
- *		them, late rows (evidence) only once they arrived retention ago.
+ *		them (found by offset, up to a retention_mark), late rows
+ *		(evidence) only once they arrived retention ago.
  *
  * Reading the stream and retention's DELETE run as the stream's owner and
  * may run the owner's code (policies, triggers): they are bounded by
@@ -50,7 +53,11 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
@@ -79,7 +86,22 @@ typedef struct LateRows
 	TimestampTz *event_time;
 	TimestampTz *watermark;
 	TimestampTz *arrival;
+	/* retention marks (expire_rows), one per SW_MARK_ROWS accepted rows */
+	int			nmarks;
+	int			markcap;
+	TimestampTz *mark_watermark;
+	TimestampTz *mark_min;
+	Datum	   *mark_offsets;
+	int64		pending_rows;	/* accepted rows since the last mark */
+	TimestampTz pending_min;	/* and their earliest event time */
 } LateRows;
+
+/*
+ * How many accepted rows one retention mark covers at most: retention reads
+ * the rows of the marks below its horizon, so a catch-up step that read a
+ * million rows must not leave one mark for all of them.
+ */
+#define SW_MARK_ROWS 4096
 
 static void
 late_rows_add(LateRows *late, int32 partition, int64 offset,
@@ -171,6 +193,36 @@ processed_offsets(const SwStreamClock *clock)
 }
 
 /*
+ * Close a retention mark: the accepted rows read since the previous one lie
+ * up to the current processed offsets, with event times >= pending_min.
+ */
+static void
+add_mark(LateRows *late, const SwStreamClock *clock)
+{
+	if (late->pending_rows == 0)
+		return;
+	if (late->nmarks == late->markcap)
+	{
+		late->markcap = Max(8, late->markcap * 2);
+		late->mark_watermark = late->nmarks == 0 ?
+			palloc(late->markcap * sizeof(TimestampTz)) :
+			repalloc(late->mark_watermark, late->markcap * sizeof(TimestampTz));
+		late->mark_min = late->nmarks == 0 ?
+			palloc(late->markcap * sizeof(TimestampTz)) :
+			repalloc(late->mark_min, late->markcap * sizeof(TimestampTz));
+		late->mark_offsets = late->nmarks == 0 ?
+			palloc(late->markcap * sizeof(Datum)) :
+			repalloc(late->mark_offsets, late->markcap * sizeof(Datum));
+	}
+	late->mark_watermark[late->nmarks] = clock->watermark;
+	late->mark_min[late->nmarks] = late->pending_min;
+	late->mark_offsets[late->nmarks] = processed_offsets(clock);
+	late->nmarks++;
+	late->pending_rows = 0;
+	late->pending_min = DT_NOEND;
+}
+
+/*
  * Read the next batch of committed, unprocessed rows in offset order and
  * feed them to the watermark rule.  Returns the number of rows read.
  */
@@ -226,6 +278,13 @@ read_batch(Oid relid, Oid owner, const char *relname, SwStreamClock *clock,
 
 		if (sw_observe_event(clock, p, off, t, a, &w))
 			late_rows_add(late, p, off, t, w, a);
+		else
+		{
+			if (t < late->pending_min)
+				late->pending_min = t;
+			if (++late->pending_rows >= SW_MARK_ROWS)
+				add_mark(late, clock);
+		}
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return n;
@@ -279,6 +338,28 @@ save_stream(Oid relid, SwStreamClock *clock, int64 events, LateRows *late,
 				" last_processed = $5, future_events = future_events + $6"
 				" WHERE stream = $1",
 				6, stypes, svalues, NULL, SPI_OK_UPDATE);
+
+	/*
+	 * Retention's map (expire_rows): the marks of this step's accepted rows,
+	 * the last one closed with the final W.  Marks that leave the same W
+	 * share a row (adjacent ranges: W never decreases).
+	 */
+	add_mark(late, clock);
+	for (int i = 0; i < late->nmarks; i++)
+	{
+		Oid			mtypes[4] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID, TIMESTAMPTZOID};
+		Datum		mvalues[4];
+
+		mvalues[0] = ObjectIdGetDatum(relid);
+		mvalues[1] = TimestampTzGetDatum(late->mark_watermark[i]);
+		mvalues[2] = late->mark_offsets[i];
+		mvalues[3] = TimestampTzGetDatum(late->mark_min[i]);
+		sw_spi_exec("INSERT INTO streamwm.retention_mark AS m"
+					" (stream, watermark, offsets, min_event_time) VALUES ($1, $2, $3, $4)"
+					" ON CONFLICT (stream, watermark) DO UPDATE SET offsets = EXCLUDED.offsets,"
+					" min_event_time = LEAST(m.min_event_time, EXCLUDED.min_event_time)",
+					4, mtypes, mvalues, NULL, SPI_OK_INSERT);
+	}
 
 	if (late->n > 0)
 	{
@@ -460,6 +541,59 @@ close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
 }
 
 /*
+ * The general plan reads a window's rows through the stream's BRIN index
+ * on sw_event_time (query.c), if the planner has the statistics to see
+ * that it pays (below).  A block range nobody summarised yet matches
+ * every scan, and autovacuum summarises new ranges only now and then
+ * (autosummarize), so a stream with a general-plan query has the ranges
+ * written since the last step summarised before its windows are read: it
+ * reads only those new pages.  brin_summarize_new_values() takes SHARE
+ * UPDATE EXCLUSIVE on the stream; when someone holds it (VACUUM, ANALYZE,
+ * CREATE INDEX CONCURRENTLY) the step does not wait: the ranges stay
+ * unsummarised (read, not skipped) until a later step or autovacuum.  The
+ * lock is then held to the end of the step, which autovacuum skips.
+ */
+static void
+summarize_new_ranges(Oid relid, Oid owner, const char *relname)
+{
+	SwRoleContext rcx;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		general;
+
+	sw_spi_exec("SELECT 1 FROM streamwm.query_def"
+				" WHERE stream OPERATOR(pg_catalog.=) $1"
+				" AND plan OPERATOR(pg_catalog.=) 'general' LIMIT 1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	general = SPI_processed > 0;
+	SPI_freetuptable(SPI_tuptable);
+	if (!general || !ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
+		return;
+	/* as the stream's owner: the function requires it */
+	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
+
+	/*
+	 * The planner costs a BRIN scan by the column's correlation: a stream
+	 * never analysed (autovacuum has not come yet) gets sequential scans.
+	 * ANALYZE it once; autovacuum keeps the statistics after that.
+	 */
+	if (!SearchSysCacheExists3(STATRELATTINH, ObjectIdGetDatum(relid),
+							   Int16GetDatum(get_attnum(relid, "sw_event_time")),
+							   BoolGetDatum(false)))
+		sw_spi_exec_bounded(psprintf("analyzing stream %s", relname),
+							psprintf("ANALYZE %s", relname),
+							0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	sw_spi_exec("SELECT pg_catalog.brin_summarize_new_values(i.indexrelid)"
+				" FROM pg_catalog.pg_index i"
+				" JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid"
+				" JOIN pg_catalog.pg_am a ON a.oid OPERATOR(pg_catalog.=) c.relam"
+				" WHERE i.indrelid OPERATOR(pg_catalog.=) $1"
+				" AND a.amname OPERATOR(pg_catalog.=) 'brin' AND i.indisvalid",
+				1, types, values, NULL, SPI_OK_SELECT);
+	sw_leave_role(&rcx);
+}
+
+/*
  * Retention of late events (SPEC section 8: late events are evidence): a
  * late row and its streamwm.late_event_log entry are removed once they
  * arrived before now - retention, whatever their event time.  Returns the
@@ -505,6 +639,17 @@ expire_late_rows(Oid relid, Oid owner, const char *relname, int64 retention_us,
  * expire_late_rows().  Records in stream_def.retained_from how far rows
  * were removed, so that a new 'earliest' query starts at the first window
  * that is still complete.  Returns the number of rows removed.
+ *
+ * The rows are found by offset, on the primary key, not by event time.
+ * Each step that read accepted rows left a retention_mark: the offsets it
+ * read up to and the earliest event time among them.  A row old enough to
+ * remove lies at or below the offsets of the newest mark whose
+ * min_event_time is below the horizon, so each partition is read from its
+ * oldest row up to there: the rows removed now, plus those of the same
+ * steps, and older ones, whose event time is still ahead (bounded by the
+ * disorder).  Afterwards every accepted row up to that mark has event time
+ * >= the horizon: the older marks go and that one keeps the horizon as its
+ * minimum.  No such mark: nothing to remove, nothing read.
  */
 static uint64
 expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *clock,
@@ -512,9 +657,10 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
 {
 	SwRoleContext rcx;
 	TimestampTz horizon;
-	Oid			types[3] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID};
-	Datum		values[3];
+	Oid			types[4] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID, TIMESTAMPTZOID};
+	Datum		values[4];
 	uint64		removed;
+	bool		isnull;
 
 	if (TIMESTAMP_NOT_FINITE(clock->watermark))
 		return 0;
@@ -526,20 +672,56 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
 
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = TimestampTzGetDatum(horizon);
-	values[2] = processed_offsets(clock);
+	/* the marks below the horizon, on (stream, min_event_time); the newest */
+	sw_spi_exec("SELECT s.offsets, s.watermark FROM (SELECT m.offsets, m.watermark"
+				" FROM streamwm.retention_mark m"
+				" WHERE m.stream OPERATOR(pg_catalog.=) $1"
+				" AND m.min_event_time OPERATOR(pg_catalog.<) $2 OFFSET 0) s"
+				" ORDER BY s.watermark DESC LIMIT 1",
+				2, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+	{
+		SPI_freetuptable(SPI_tuptable);
+		return 0;
+	}
+	values[2] = datumCopy(sw_spi_getdatum(0, 1, &isnull), false, -1);
+	values[3] = sw_spi_getdatum(0, 2, &isnull);
+	SPI_freetuptable(SPI_tuptable);
+
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
+	/*
+	 * The rows are collected on the primary key, partition by partition in
+	 * offset order, and deleted by ctid.  The event time test is kept from
+	 * matching the BRIN index: space that retention freed is reused by new
+	 * rows, so ranges keep the minimum of rows long gone and a scan for
+	 * "event time < horizon" would match most of the table.
+	 */
 	sw_retention_delete(relid, relname,
-						psprintf("DELETE FROM ONLY %s t WHERE t.sw_event_time OPERATOR(pg_catalog.<) $2"
-								 " AND t.sw_offset OPERATOR(pg_catalog.<=)"
-								 " ($3::pg_catalog.int8[])[t.sw_partition OPERATOR(pg_catalog.+) 1]"
-								 " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log l"
+						psprintf("DELETE FROM ONLY %s t WHERE t.ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+								 "SELECT r.ctid"
+								 " FROM pg_catalog.unnest($3::pg_catalog.int8[]) WITH ORDINALITY AS p(upto, n)"
+								 " CROSS JOIN LATERAL (SELECT x.ctid, x.sw_partition, x.sw_offset FROM ONLY %s x"
+								 " WHERE x.sw_partition OPERATOR(pg_catalog.=) (p.n OPERATOR(pg_catalog.-) 1)::pg_catalog.int4"
+								 " AND x.sw_offset OPERATOR(pg_catalog.<=) p.upto"
+								 " AND (x.sw_event_time OPERATOR(pg_catalog.<) $2) IS TRUE"
+								 " ORDER BY x.sw_offset) r"
+								 " WHERE NOT EXISTS (SELECT 1 FROM streamwm.late_event_log l"
 								 " WHERE l.stream OPERATOR(pg_catalog.=) $1"
-								 " AND l.partition OPERATOR(pg_catalog.=) t.sw_partition"
-								 " AND l.sw_offset OPERATOR(pg_catalog.=) t.sw_offset)",
-								 relname),
+								 " AND l.partition OPERATOR(pg_catalog.=) r.sw_partition"
+								 " AND l.sw_offset OPERATOR(pg_catalog.=) r.sw_offset)))",
+								 relname, relname),
 						3, types, values);
 	sw_leave_role(&rcx);
 	removed = SPI_processed;
+	sw_spi_exec("DELETE FROM streamwm.retention_mark"
+				" WHERE stream OPERATOR(pg_catalog.=) $1"
+				" AND watermark OPERATOR(pg_catalog.<) $4",
+				4, types, values, NULL, SPI_OK_DELETE);
+	sw_spi_exec("UPDATE streamwm.retention_mark SET min_event_time = $2"
+				" WHERE stream OPERATOR(pg_catalog.=) $1"
+				" AND watermark OPERATOR(pg_catalog.=) $4"
+				" AND min_event_time OPERATOR(pg_catalog.<) $2",
+				4, types, values, NULL, SPI_OK_UPDATE);
 	if (removed > 0)
 		sw_spi_exec("UPDATE streamwm.stream_def"
 					" SET retained_from = GREATEST(retained_from, $2)"
@@ -600,6 +782,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	late.event_time = palloc(late.cap * sizeof(TimestampTz));
 	late.watermark = palloc(late.cap * sizeof(TimestampTz));
 	late.arrival = palloc(late.cap * sizeof(TimestampTz));
+	late.pending_min = DT_NOEND;
 
 	/* streamwm's own statements run as the catalog's owner, user SQL as its owner */
 	sw_enter_catalog(&ccx);
@@ -635,6 +818,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 		sw_advance_watermark(&clock, now);
 
 	save_stream(relid, &clock, events, &late, now);
+	summarize_new_ranges(relid, owner, relname);
 	needed = close_all_windows(relid, &clock, now, from_worker);
 	apply_retention(relid, owner, relname, &clock, retention_us, needed, now);
 	sw_leave_role(&ccx);

@@ -231,9 +231,10 @@ sw_purge_truncate(Relation rel)
 	char	   *relname = sw_relation_name(relid);
 	SwStreamColumns cols;
 	SwRoleContext cx;
-	Oid			types[2] = {OIDOID, INT8ARRAYOID};
-	Datum		values[2];
+	Oid			types[3] = {OIDOID, INT8ARRAYOID, TIMESTAMPTZOID};
+	Datum		values[3];
 	bool		isnull;
+	bool		wm_null;
 	bool		newest_null = true;
 	int64		unread;
 	TimestampTz newest = 0;
@@ -252,7 +253,8 @@ sw_purge_truncate(Relation rel)
 	/* the processed offset of every partition, in partition order */
 	values[0] = ObjectIdGetDatum(relid);
 	sw_enter_catalog(&cx);
-	purge_exec("SELECT pg_catalog.array_agg(coalesce(p.processed_offset, 0) ORDER BY g.n)"
+	purge_exec("SELECT pg_catalog.array_agg(coalesce(p.processed_offset, 0) ORDER BY g.n),"
+			   " pg_catalog.min(d.watermark)"
 			   " FROM streamwm.stream_def d"
 			   " CROSS JOIN LATERAL pg_catalog.generate_series(0, d.partitions - 1) g(n)"
 			   " LEFT JOIN streamwm.partition_state p"
@@ -260,8 +262,9 @@ sw_purge_truncate(Relation rel)
 			   " WHERE d.stream = $1",
 			   1, types, values, SPI_OK_SELECT);
 	values[1] = sw_spi_getdatum(0, 1, &isnull);
+	values[2] = sw_spi_getdatum(0, 2, &wm_null);
 	sw_leave_role(&cx);
-	if (isnull)
+	if (isnull || wm_null)
 		elog(ERROR, "streamwm: stream %s has no partitions", relname);
 
 	/*
@@ -284,19 +287,25 @@ sw_purge_truncate(Relation rel)
 
 	/*
 	 * The newest event time that leaves a window: of an unread row, or of a
-	 * read row that is not late.  Walks the event time index from the top.
+	 * read row that is not late.  Such rows at or after W are looked for
+	 * first, through the BRIN index on sw_event_time (the last block ranges
+	 * of the table); when there is none, the whole table is read.
 	 */
-	purge_exec(psprintf("SELECT t.sw_event_time FROM ONLY %s t"
-						" WHERE t.sw_offset > coalesce(($2::int8[])[t.sw_partition + 1], 0)"
-						" OR NOT EXISTS (SELECT 1 FROM streamwm.late_event_log l"
-						"  WHERE l.stream = $1 AND l.partition = t.sw_partition"
-						"  AND l.sw_offset = t.sw_offset)"
-						" ORDER BY t.sw_event_time DESC LIMIT 1",
-						relname),
-			   2, types, values, SPI_OK_SELECT);
-	sw_check_result_types(SPI_tuptable->tupdesc, newest_type, 1, relname);
-	if (SPI_processed == 1)
+	for (int pass = 0; pass < 2 && newest_null; pass++)
+	{
+		purge_exec(psprintf("SELECT pg_catalog.max(t.sw_event_time) FROM ONLY %s t"
+							" WHERE (t.sw_offset > coalesce(($2::int8[])[t.sw_partition + 1], 0)"
+							" OR NOT EXISTS (SELECT 1 FROM streamwm.late_event_log l"
+							"  WHERE l.stream = $1 AND l.partition = t.sw_partition"
+							"  AND l.sw_offset = t.sw_offset))%s",
+							relname, pass == 0 ? " AND t.sw_event_time >= $3" : ""),
+				   pass == 0 ? 3 : 2, types, values, SPI_OK_SELECT);
+		sw_check_result_types(SPI_tuptable->tupdesc, newest_type, 1, relname);
 		newest = DatumGetTimestampTz(sw_spi_getdatum(0, 1, &newest_null));
+		/* with W at -infinity the first pass read everything */
+		if (TIMESTAMP_IS_NOBEGIN(DatumGetTimestampTz(values[2])))
+			break;
+	}
 	sw_leave_role(&cx);
 
 	record_purge(relid, unread, newest, newest_null);

@@ -595,7 +595,13 @@ sw_analyze_window_query(const char *query)
  * once per window that has rows, from a plan kept across steps.
  */
 
-/* What replaces the stream: the rows of the window starting at $3. */
+/*
+ * What replaces the stream: the rows of the window starting at $3.  They
+ * are found by event time through the stream's BRIN index (the block
+ * ranges the window's rows were written to, when disorder is bounded), the
+ * offsets and the late log filtering them.  There is no btree on
+ * sw_event_time: it cost every insert, and only this fallback needs it.
+ */
 static Query *
 window_rows_query(Oid relid, int64 size_us)
 {
@@ -816,7 +822,9 @@ general_statement(const SwQueryDef *def)
 /*
  * Starts of the windows in (lo, hi] that hold a row the query may see: the
  * panes that hold such rows, each expanded to the size/hop windows that
- * contain it.  Ascending.
+ * contain it.  Ascending.  Read by event time through the BRIN index: a
+ * window closing now may hold only rows earlier steps read (W can move
+ * without new rows), so the step's new offsets alone would not find it.
  */
 static List *
 windows_with_rows(const SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi)
