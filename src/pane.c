@@ -242,7 +242,7 @@ fold_rows_query(Oid relid, int64 hop_us)
 				   " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
 				   " WHERE sw_l.stream = '%u'::pg_catalog.oid"
 				   " AND sw_l.partition = sw_s.sw_partition"
-				   " AND sw_l.sw_offset = sw_s.sw_offset)",
+				   " AND sw_l.sw_offset = sw_s.sw_offset) OFFSET 0",
 				   sw_stream_columns_sql(relid, "sw_s"), sw_interval_literal(hop_us),
 				   sw_relation_name(relid), relid);
 	return sw_analyze_internal(sql, types, lengthof(types));

@@ -583,11 +583,14 @@ sw_analyze_window_query(const char *query)
  *
  *	 SELECT <the stream's columns, in attribute order> FROM ONLY <stream> sw_s
  *	  WHERE <processed, seen by the query, not late>
- *		AND sw_event_time >= $3 AND sw_event_time < $3 + <size>
+ *		AND sw_event_time >= $3 AND sw_event_time < $3 + <size> OFFSET 0
  *
  * Parameters: $1 the query's start offset, $2 each partition's processed
  * offset, $3 the window's start.  Every reference to the stream thus reads
- * only that window's rows (SPEC section 5).  A query that aggregates
+ * only that window's rows (SPEC section 5); OFFSET 0 keeps the planner from
+ * pushing the user's conditions below the window's, so they are never
+ * evaluated on another window's rows (a division by zero there is not the
+ * user's error).  A query that aggregates
  * without GROUP BY is grouped by a constant, so that a window whose rows
  * all fail the WHERE yields no row (one row per group, no group without an
  * event).  The tree is deparsed under search_path = pg_catalog (every name
@@ -613,7 +616,7 @@ window_rows_query(Oid relid, int64 size_us)
 										" AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
 										" WHERE sw_l.stream = '%u'::pg_catalog.oid"
 										" AND sw_l.partition = sw_s.sw_partition"
-										" AND sw_l.sw_offset = sw_s.sw_offset)",
+										" AND sw_l.sw_offset = sw_s.sw_offset) OFFSET 0",
 										sw_stream_columns_sql(relid, "sw_s"), sw_relation_name(relid),
 										sw_interval_literal(size_us), relid),
 							   types, lengthof(types));
