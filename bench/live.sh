@@ -95,10 +95,10 @@ stats() {  # stats STREAM: median p10 p90 of its step times
         awk '{ a[NR] = $1 } END { printf "%.1f %.1f %.1f %d", a[int((NR + 1) / 2)], a[int(NR * 0.1) + 1], a[int(NR * 0.9)], NR }'
 }
 read -r m1 p1 P1 n1 <<<"$(stats s1)"; read -r m60 p60 P60 n60 <<<"$(stats s60)"
-r=$(awk "BEGIN{printf \"%.1f\", $m60 / $m1}")
+r=$(awk "BEGIN{printf \"%.2f\", $m60 / $m1}")
 if [ "$general" = 1 ]; then
     read -r g1 gp1 gP1 gn1 <<<"$(stats g1)"; read -r g60 gp60 gP60 gn60 <<<"$(stats g60)"
-    gr=$(awk "BEGIN{printf \"%.1f\", $g60 / $g1}")
+    gr=$(awk "BEGIN{printf \"%.2f\", $g60 / $g1}")
 fi
 check=$($PSQL -c "SELECT string_agg(query || ': ' || windows_emitted || ' windows' || coalesce(', ERROR ' || last_error, ''), '; ' ORDER BY query) FROM streamwm.queries")
 # every 60 s window that starts at or after event time 0 is complete: each key has 60 * eps / keys rows

@@ -27,12 +27,15 @@
  * streamwm.merge/combine), so that role can forge them, and deserialfns are
  * not written for hostile input: PostgreSQL gives them an internal argument
  * so that SQL never calls them, and numeric_avg_deserialize, for one, writes
- * out of bounds on a forged digit count or weight.  So a state is only read
- * when its MAC (SipHash-2-4 under a key in the data directory that no SQL
- * role can read, over the server version, the database, the header and the
- * payload) shows this server wrote it: a forged, truncated or patched state,
- * or one of another aggregate, database or key, is an error before any
- * deserialfn or receive function sees it.
+ * out of bounds on a forged digit count or weight.  So an internal state
+ * is only deserialized when its MAC (SipHash-2-4 under a key in the data
+ * directory that no SQL role can read, over the server version, the
+ * database, the header and the payload) shows this server wrote it: a
+ * forged, truncated or patched state, or one of another aggregate,
+ * database or key, is an error before any deserialfn sees it.  Other
+ * states need no MAC (a by-value state's bytes are always some value; a
+ * receive function checks its input as it does a client's), only the
+ * header check that they are this aggregate's.
  *
  * Privileges are checked as nodeAgg.c checks them: the caller must be able
  * to execute the aggregate, and the aggregate's owner its support
@@ -724,7 +727,8 @@ streamwm_state_ffunc(PG_FUNCTION_ARGS)
 	hdr.aggfnoid = info->aggfnoid;
 	hdr.transtype = info->transtype;
 	len = VARSIZE_ANY_EXHDR(payload);
-	state_mac(&hdr, VARDATA_ANY(payload), len, hdr.mac);
+	if (info->transtype == INTERNALOID)
+		state_mac(&hdr, VARDATA_ANY(payload), len, hdr.mac);
 	result = palloc(VARHDRSZ + sizeof(hdr) + len);
 	SET_VARSIZE(result, VARHDRSZ + sizeof(hdr) + len);
 	memcpy(VARDATA(result), &hdr, sizeof(hdr));
@@ -759,10 +763,18 @@ read_state(FunctionCallInfo fcinfo, SwAggInfo *info, bytea *bytes, bool *isnull,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("pane state is not a state of aggregate %s",
 						format_procedure(info->aggfnoid))));
-	/* nothing reads a state this server did not write (see the head comment) */
-	state_mac(&hdr, data + sizeof(hdr), len - sizeof(hdr), mac);
-	for (int i = 0; i < SW_MAC_LEN; i++)
-		diff |= mac[i] ^ hdr.mac[i];
+	/*
+	 * No deserialization function reads a state this server did not write
+	 * (see the head comment).  By-value states and states read by a receive
+	 * function need no MAC: any bytes are some value, or are checked as
+	 * input from a client is.
+	 */
+	if (info->transtype == INTERNALOID)
+	{
+		state_mac(&hdr, data + sizeof(hdr), len - sizeof(hdr), mac);
+		for (int i = 0; i < SW_MAC_LEN; i++)
+			diff |= mac[i] ^ hdr.mac[i];
+	}
 	if (diff != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
