@@ -10,6 +10,7 @@ OBJS = \
 	src/aggstate.o \
 	src/pane.o \
 	src/step_cache.o \
+	src/result.o \
 	src/watermark.o \
 	src/process.o \
 	src/limit.o \

@@ -71,6 +71,7 @@
 #include "limit.h"
 #include "pane.h"
 #include "query.h"
+#include "result.h"
 #include "step_cache.h"
 
 /* The pane plan of a query, derived from its analyzed tree. */

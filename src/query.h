@@ -10,14 +10,6 @@
 #include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
 
-typedef struct SwOutputColumn
-{
-	char	   *name;
-	char	   *type;			/* format_type_with_typemod() */
-	bool		is_key;			/* a GROUP BY output */
-	bool		nullable;		/* a key that can be NULL */
-} SwOutputColumn;
-
 typedef struct SwQueryDef
 {
 	char	   *name;
@@ -39,7 +31,6 @@ typedef struct SwQueryDef
 	Datum		folded_offsets; /* int8[]: per partition, how far it is folded; 0 if none */
 } SwQueryDef;
 
-extern List *sw_query_columns(Oid relid, const char *query);
 extern List *sw_relation_rtes(Query *q);
 extern const char *sw_choose_plan(Oid relid, const char *query, int64 hop_us,
 								  int64 size_us);
@@ -54,8 +45,6 @@ extern Query *sw_analyze_internal(const char *sql, const Oid *types, int ntypes)
 extern int	sw_replace_stream(Query *q, Oid relid, Query *rows);
 extern char *sw_stream_columns_sql(Oid relid, const char *alias);
 extern char *sw_interval_literal(int64 usec);
-extern char *sw_upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
-								 const char *window_start, const char *result);
 extern Datum sw_query_reads(Query *q);
 
 #endif							/* STREAMWM_QUERY_H */

@@ -1,0 +1,273 @@
+/*-------------------------------------------------------------------------
+ * result.c
+ *	  Owns result tables (SPEC section 5): the columns and key a query's
+ *	  result table has (its GROUP BY outputs are the key; a key that can be
+ *	  NULL makes it UNIQUE NULLS NOT DISTINCT), and the UPSERT that writes a
+ *	  step's windows into it.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_attribute.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/parsenodes.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_clause.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "catalog.h"
+#include "query.h"
+#include "result.h"
+
+PG_FUNCTION_INFO_V1(streamwm_query_columns);
+
+/* Does the query have an outer join anywhere in its FROM? */
+static bool
+has_outer_join(Node *node)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) node;
+
+		return j->jointype != JOIN_INNER || has_outer_join(j->larg) ||
+			has_outer_join(j->rarg);
+	}
+	if (IsA(node, FromExpr))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((FromExpr *) node)->fromlist)
+		{
+			if (has_outer_join(lfirst(lc)))
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Can a GROUP BY output be NULL?  Only a plain column of a table, NOT NULL
+ * there and not on the nullable side of an outer join, is known not to be;
+ * everything else may be (SPEC section 5: a NULL key is a group like any
+ * other, so the result table's key is then UNIQUE NULLS NOT DISTINCT).
+ */
+static bool
+key_can_be_null(Query *q, TargetEntry *tle)
+{
+	Var		   *var = (Var *) tle->expr;
+	RangeTblEntry *rte;
+	HeapTuple	tup;
+	bool		notnull;
+
+	if (!IsA(var, Var) || var->varlevelsup != 0 || var->varattno <= 0 ||
+		has_outer_join((Node *) q->jointree))
+		return true;
+	rte = rt_fetch(var->varno, q->rtable);
+	if (rte->rtekind != RTE_RELATION)
+		return true;
+	tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(rte->relid),
+						  Int16GetDatum(var->varattno));
+	if (!HeapTupleIsValid(tup))
+		return true;
+	notnull = ((Form_pg_attribute) GETSTRUCT(tup))->attnotnull;
+	ReleaseSysCache(tup);
+	return !notnull;
+}
+
+/*
+ * Describe the output of a window query: its columns in order, with their
+ * types and whether they are GROUP BY keys.  Checks the SPEC's rules.
+ */
+List *
+sw_query_columns(Oid relid, const char *query)
+{
+	Query	   *q = sw_analyze_window_query(query);
+	List	   *result = NIL;
+	ListCell   *lc;
+	int			pos = 0;
+
+	{
+		List	   *relids = sw_query_relids(q);
+
+		if (!list_member_oid(relids, relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("query does not read stream %s", sw_relation_name(relid))));
+	}
+
+	if (q->groupingSets != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("GROUPING SETS, ROLLUP and CUBE are not supported in a window query")));
+	if (q->hasTargetSRFs)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("set-returning functions are not supported in a window query's output")));
+	if (q->hasWindowFuncs)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("window functions are not supported in a window query")));
+
+	if (!q->hasAggs && q->groupClause == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_GROUPING_ERROR),
+				 errmsg("a window query must aggregate"),
+				 errdetail("Its result is one row per window and group."),
+				 errhint("Use aggregate functions, GROUP BY, or both.")));
+
+	foreach(lc, q->groupClause)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, q->targetList);
+
+		if (tle->resjunk)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+					 errmsg("every GROUP BY expression must also be an output column"),
+					 errdetail("GROUP BY item %d is not in the SELECT list.",
+							   foreach_current_index(lc) + 1),
+					 errhint("The GROUP BY columns are the key of the result table.")));
+	}
+
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+		SwOutputColumn *col;
+		ListCell   *lc2;
+
+		if (tle->resjunk)
+			continue;
+		pos++;
+		if (tle->resname == NULL || strcmp(tle->resname, "?column?") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_COLUMN_DEFINITION),
+					 errmsg("output column %d of the query has no name", pos),
+					 errhint("Name it with AS.")));
+		if (strcmp(tle->resname, "window_start") == 0 ||
+			strcmp(tle->resname, "window_end") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_COLUMN),
+					 errmsg("output column name \"%s\" is reserved for the window bounds",
+							tle->resname)));
+		foreach(lc2, result)
+		{
+			if (strcmp(((SwOutputColumn *) lfirst(lc2))->name, tle->resname) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("output column name \"%s\" appears more than once",
+								tle->resname)));
+		}
+		col = palloc(sizeof(SwOutputColumn));
+		col->name = pstrdup(tle->resname);
+		col->type = format_type_with_typemod(exprType((Node *) tle->expr),
+											 exprTypmod((Node *) tle->expr));
+		col->is_key = false;
+		col->nullable = key_can_be_null(q, tle);
+		if (tle->ressortgroupref != 0)
+		{
+			ListCell   *lc3;
+
+			foreach(lc3, q->groupClause)
+			{
+				if (lfirst_node(SortGroupClause, lc3)->tleSortGroupRef == tle->ressortgroupref)
+					col->is_key = true;
+			}
+		}
+		if (exprType((Node *) tle->expr) == UNKNOWNOID ||
+			exprType((Node *) tle->expr) == RECORDOID)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("output column \"%s\" has no storable type (%s)",
+							tle->resname, col->type),
+					 errhint("Cast it.")));
+		result = lappend(result, col);
+	}
+	return result;
+}
+
+/*
+ * streamwm._query_columns(stream regclass, query text)
+ *	 RETURNS SETOF (colname text, coltype text, is_key boolean)
+ */
+Datum
+streamwm_query_columns(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	List	   *cols;
+	ListCell   *lc;
+
+	cols = sw_query_columns(PG_GETARG_OID(0), text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	InitMaterializedSRF(fcinfo, 0);
+	foreach(lc, cols)
+	{
+		SwOutputColumn *col = lfirst(lc);
+		Datum		values[4];
+		bool		nulls[4] = {false, false, false, false};
+
+		values[0] = CStringGetTextDatum(col->name);
+		values[1] = CStringGetTextDatum(col->type);
+		values[2] = BoolGetDatum(col->is_key);
+		values[3] = BoolGetDatum(col->is_key && col->nullable);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* The upsert of a query's rows: "INSERT ... <select> ON CONFLICT ...". */
+char *
+sw_upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
+				 const char *window_start, const char *result)
+{
+	List	   *cols;
+	StringInfoData sql;
+	StringInfoData keys;
+	StringInfoData sets;
+	ListCell   *lc;
+
+	if (!OidIsValid(def->result_table))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("result table %s of query \"%s\" does not exist",
+						def->result_name, def->name),
+				 errhint("Create it again with the same columns and key, or drop the query.")));
+	cols = sw_query_columns(def->stream, def->query);
+	initStringInfo(&sql);
+	initStringInfo(&keys);
+	initStringInfo(&sets);
+	appendStringInfoString(&keys, "window_start");
+	appendStringInfoString(&sets, "window_end = EXCLUDED.window_end");
+	appendStringInfo(&sql, "WITH %ssw_ins AS (INSERT INTO %s AS sw_r (window_start, window_end",
+					 ctes ? ctes : "", sw_relation_name(def->result_table));
+	foreach(lc, cols)
+	{
+		SwOutputColumn *col = lfirst(lc);
+		const char *name = quote_identifier(col->name);
+
+		appendStringInfo(&sql, ", %s", name);
+		if (col->is_key)
+			appendStringInfo(&keys, ", %s", name);
+		else
+			appendStringInfo(&sets, ", %s = EXCLUDED.%s", name, name);
+	}
+	appendStringInfoString(&sql, ") ");
+	if (window_start)
+		appendStringInfo(&sql, "SELECT %s, %s + %s, sw_q.* FROM (%s) sw_q",
+						 window_start, window_start, sw_interval_literal(def->size_us), select);
+	else
+		appendStringInfoString(&sql, select);
+	appendStringInfo(&sql, "\nON CONFLICT (%s) DO UPDATE SET %s"
+					 " RETURNING sw_r.window_start) %s",
+					 keys.data, sets.data, result);
+	return sql.data;
+}
+

@@ -1,0 +1,23 @@
+/*-------------------------------------------------------------------------
+ * result.h
+ *	  Result tables: their columns and key, and the UPSERT into them.
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAMWM_RESULT_H
+#define STREAMWM_RESULT_H
+
+#include "query.h"
+
+typedef struct SwOutputColumn
+{
+	char	   *name;
+	char	   *type;			/* format_type_with_typemod() */
+	bool		is_key;			/* a GROUP BY output */
+	bool		nullable;		/* a key that can be NULL */
+} SwOutputColumn;
+
+extern List *sw_query_columns(Oid relid, const char *query);
+extern char *sw_upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
+								 const char *window_start, const char *result);
+
+#endif							/* STREAMWM_RESULT_H */
