@@ -577,7 +577,6 @@ windows_with_rows(const SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
 	Oid			types[4] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Datum		values[4];
 	List	   *result = NIL;
-	int64		k = def->size_us / def->hop_us;
 	TimestampTz last = DT_NOBEGIN;
 
 	values[0] = Int64GetDatum(def->start_offset);
@@ -597,12 +596,15 @@ windows_with_rows(const SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
 		bool		isnull;
 		TimestampTz pane = DatumGetTimestampTz(sw_spi_getdatum(i, 1, &isnull));
 
-		/* the windows containing this pane start at pane - (k-1)*hop .. pane */
-		for (int64 j = k - 1; j >= 0; j--)
-		{
-			TimestampTz ws = pane - j * def->hop_us;
+		TimestampTz first;
+		int64		count;
 
-			if (ws <= lo || ws > hi || ws <= last)
+		sw_pane_windows(pane, lo, hi, def->hop_us, def->size_us, &first, &count);
+		for (int64 j = 0; j < count; j++)
+		{
+			TimestampTz ws = first + j * def->hop_us;
+
+			if (ws <= last)
 				continue;
 			result = lappend(result, palloc(sizeof(TimestampTz)));
 			*(TimestampTz *) llast(result) = ws;
