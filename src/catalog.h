@@ -1,12 +1,17 @@
 /*-------------------------------------------------------------------------
  * catalog.h
- *	  Access to streamwm's catalog tables and small SPI helpers.
+ *	  Access to streamwm's catalog tables and small SPI helpers.  Every
+ *	  statement on the catalog is a function here, named for what it does.
  *-------------------------------------------------------------------------
  */
 #ifndef STREAMWM_CATALOG_H
 #define STREAMWM_CATALOG_H
 
 #include "executor/spi.h"
+#include "nodes/pg_list.h"
+
+struct SwStreamClock;			/* watermark.h */
+struct SwQueryDef;				/* query.h */
 
 /* GUCs (streamwm.c) */
 extern int	sw_batch_size;
@@ -46,5 +51,35 @@ extern Datum sw_int4_array(const int32 *values, int n);
 extern Datum sw_timestamptz_array(const TimestampTz *values, int n);
 extern void sw_reraise(MemoryContext cxt, const char *prefix, const char *context,
 					   const char *source) pg_attribute_noreturn();
+
+/* streams (the caller acts as the catalog's owner unless said otherwise) */
+extern List *sw_catalog_managed_streams(void);
+extern bool sw_catalog_lock_stream(Oid relid, bool skip_locked,
+								   struct SwStreamClock *clock, int64 *retention_us);
+extern void sw_catalog_store_step(Oid relid, const struct SwStreamClock *clock,
+								  int64 events, int64 late_events, TimestampTz now);
+extern void sw_catalog_add_retention_mark(Oid relid, TimestampTz watermark,
+										  Datum offsets, TimestampTz min_event_time);
+extern void sw_catalog_log_late_rows(Oid relid, int n, const int32 *partition,
+									 const int64 *offset, const TimestampTz *event_time,
+									 const TimestampTz *watermark,
+									 const TimestampTz *arrival);
+extern void sw_catalog_expire_late_log(Oid relid, TimestampTz cutoff);
+extern bool sw_catalog_newest_mark_below(Oid relid, TimestampTz horizon,
+										 Datum *offsets, TimestampTz *watermark);
+extern void sw_catalog_consume_marks(Oid relid, TimestampTz horizon,
+									 Datum offsets, TimestampTz watermark);
+extern void sw_catalog_set_retained_from(Oid relid, TimestampTz horizon);
+extern void sw_catalog_count_expired(Oid relid, int64 removed);
+
+/* queries */
+extern List *sw_catalog_stream_queries(Oid relid);
+extern bool sw_catalog_stream_has_general_query(Oid relid);
+extern struct SwQueryDef *sw_catalog_load_query(const char *name);
+extern void sw_catalog_query_succeeded(const char *name, TimestampTz closed_until,
+									   int64 windows, int64 rows, Oid result_table);
+extern void sw_catalog_query_failed(const char *name, const char *message);
+extern void sw_catalog_record_panes(const char *name, Oid pane_table,
+									const char *stamp, Datum folded);
 
 #endif							/* STREAMWM_CATALOG_H */
