@@ -1175,3 +1175,104 @@ sw_catalog_record_panes(const char *name, Oid pane_table, const char *stamp,
 				4, ctypes, cvalues, cnulls, SPI_OK_UPDATE);
 	sw_leave_role(&cx);
 }
+
+/*
+ * The worker's schedule: every stream with its granularity, and whether a
+ * step was marked as started (and how many in a row were) that did not
+ * finish.  As whoever runs it (the worker); the caller is connected to SPI.
+ */
+List *
+sw_catalog_schedule(void)
+{
+	List	   *streams = NIL;
+
+	sw_spi_exec("SELECT stream, (extract(epoch FROM granularity) * 1000000)::int8,"
+				" step_started IS NOT NULL, step_crashes"
+				" FROM streamwm.stream_def", 0, NULL, NULL, NULL,
+				SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		SwScheduledStream *s = palloc(sizeof(SwScheduledStream));
+		bool		isnull;
+		Datum		granularity;
+
+		s->stream = DatumGetObjectId(sw_spi_getdatum(i, 1, &isnull));
+		granularity = sw_spi_getdatum(i, 2, &s->granularity_null);
+		s->granularity_us = s->granularity_null ? 0 : DatumGetInt64(granularity);
+		s->step_started = DatumGetBool(sw_spi_getdatum(i, 3, &isnull));
+		s->step_crashes = s->step_started ?
+			DatumGetInt32(sw_spi_getdatum(i, 4, &isnull)) : 0;
+		streams = lappend(streams, s);
+	}
+	return streams;
+}
+
+/*
+ * The steps marked as started on these streams did not finish: clear the
+ * marks and count the crash, skipping a stream a step holds now.
+ */
+void
+sw_catalog_steps_crashed(List *relids)
+{
+	Oid			types[1] = {OIDARRAYOID};
+	Datum		values[1];
+	Datum	   *oids = palloc(list_length(relids) * sizeof(Datum));
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, relids)
+		oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	values[0] = PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true,
+												TYPALIGN_INT));
+	sw_spi_exec("UPDATE streamwm.stream_def SET step_started = NULL,"
+				" step_crashes = step_crashes + 1"
+				" WHERE stream IN (SELECT d.stream FROM streamwm.stream_def d"
+				" WHERE d.stream::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+				" FOR NO KEY UPDATE SKIP LOCKED)",
+				1, types, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * Mark a step on the stream as started (worker.c), unless a step holds it
+ * now; the step's sw_catalog_store_step() clears the mark.
+ */
+void
+sw_catalog_mark_step_started(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	sw_spi_exec("UPDATE streamwm.stream_def SET step_started = pg_catalog.clock_timestamp()"
+				" WHERE stream IN (SELECT d.stream FROM streamwm.stream_def d"
+				" WHERE d.stream OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE SKIP LOCKED)",
+				1, types, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * The process holding a stream's catalog row, as far as we can tell: the
+ * backend whose transaction (or subtransaction) id is the row's xmax.  0
+ * when it cannot be found (e.g. the lock is a multixact).
+ */
+int
+sw_catalog_stream_holder_pid(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		isnull;
+	int			pid = 0;
+
+	sw_spi_exec("SELECT l.pid FROM pg_catalog.pg_locks l, streamwm.stream_def d"
+				" WHERE d.stream OPERATOR(pg_catalog.=) $1"
+				" AND l.locktype OPERATOR(pg_catalog.=) 'transactionid'"
+				" AND l.mode OPERATOR(pg_catalog.=) 'ExclusiveLock' AND l.granted"
+				" AND l.transactionid OPERATOR(pg_catalog.=) d.xmax LIMIT 1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		Datum		d = sw_spi_getdatum(0, 1, &isnull);
+
+		if (!isnull)
+			pid = DatumGetInt32(d);
+	}
+	return pid;
+}

@@ -25,6 +25,16 @@ typedef struct SwRoleContext
 	int			save_nestlevel;
 } SwRoleContext;
 
+/* A stream in the worker's schedule (streamwm.stream_def). */
+typedef struct SwScheduledStream
+{
+	Oid			stream;
+	bool		granularity_null;
+	int64		granularity_us;
+	bool		step_started;	/* a step was marked as started */
+	int32		step_crashes;
+} SwScheduledStream;
+
 /* what every statement of streamwm's own runs under */
 #define SW_SAFE_SEARCH_PATH "pg_catalog, pg_temp"
 
@@ -71,6 +81,12 @@ extern void sw_catalog_consume_marks(Oid relid, TimestampTz horizon,
 									 Datum offsets, TimestampTz watermark);
 extern void sw_catalog_set_retained_from(Oid relid, TimestampTz horizon);
 extern void sw_catalog_count_expired(Oid relid, int64 removed);
+
+/* the worker's schedule */
+extern List *sw_catalog_schedule(void);
+extern void sw_catalog_steps_crashed(List *relids);
+extern void sw_catalog_mark_step_started(Oid relid);
+extern int	sw_catalog_stream_holder_pid(Oid relid);
 
 /* queries */
 extern List *sw_catalog_stream_queries(Oid relid);
