@@ -737,6 +737,58 @@ sw_stream_forces_rls(Oid relid)
 }
 
 /*
+ * Run one of our statements with the latest snapshot rather than the
+ * transaction's (purge.c: under REPEATABLE READ, the row a step committed
+ * after the transaction began is the one to lock and add to).  The caller
+ * is connected to SPI.
+ */
+void
+sw_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values,
+				   const char *nulls, int expected)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+	int			rc;
+
+	if (plan == NULL)
+		elog(ERROR, "streamwm: preparing \"%s\" failed: %s",
+			 sql, SPI_result_code_string(SPI_result));
+	rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
+							  InvalidSnapshot, false, true, 0);
+	if (rc != expected)
+		elog(ERROR, "streamwm: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
+	SPI_freeplan(plan);
+}
+
+/*
+ * Is relid a stream table (listed in streamwm.stream_def)?  Connects to SPI
+ * on its own.  The function calling it (guard.c) runs as the extension
+ * owner, so row level security on the catalog does not hide other roles'
+ * streams.
+ */
+bool
+sw_catalog_is_stream(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		found;
+	int			rc;
+
+	if (!OidIsValid(relid))
+		return false;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	rc = SPI_execute_with_args("SELECT 1 FROM streamwm.stream_def d"
+							   " WHERE d.stream OPERATOR(pg_catalog.=) $1",
+							   1, types, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "streamwm: reading streamwm.stream_def failed: %s",
+			 SPI_result_code_string(rc));
+	found = SPI_processed > 0;
+	SPI_finish();
+	return found;
+}
+
+/*
  * The streams the current user manages, in OID order (streamwm.process()
  * without a stream).  Reads the catalog as its owner, judges as the
  * caller.  The caller is connected to SPI.
@@ -1174,6 +1226,211 @@ sw_catalog_record_panes(const char *name, Oid pane_table, const char *stamp,
 				" folded_offsets = $4 WHERE name = $1",
 				4, ctypes, cvalues, cnulls, SPI_OK_UPDATE);
 	sw_leave_role(&cx);
+}
+
+/*
+ * The queries whose reads include one of relids or a relation in namespace
+ * nspid (when valid), and those whose reads are not known (NULL), as
+ * SwStoredQuery; read as the catalog's owner, so row-level security hides
+ * no query.  Connects to SPI on its own; copied into the caller's memory
+ * context.
+ */
+List *
+sw_catalog_queries_reading(List *relids, Oid nspid)
+{
+	MemoryContext outer = CurrentMemoryContext;
+	Oid			types[2] = {REGCLASSARRAYOID, OIDOID};
+	Datum		values[2];
+	Datum	   *d;
+	int			n = 0;
+	ListCell   *lc;
+	SwRoleContext cx;
+	List	   *result = NIL;
+
+	d = palloc(sizeof(Datum) * Max(list_length(relids), 1));
+	foreach(lc, relids)
+		d[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	values[0] = PointerGetDatum(construct_array(d, n, REGCLASSOID, sizeof(Oid),
+												true, TYPALIGN_INT));
+	values[1] = ObjectIdGetDatum(nspid);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT q.name, q.owner, q.stream, q.query FROM streamwm.query_def q"
+				" WHERE q.reads IS NULL OR q.reads OPERATOR(pg_catalog.&&) $1"
+				" OR EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
+				"   WHERE c.oid OPERATOR(pg_catalog.=) ANY (q.reads::pg_catalog.oid[])"
+				"     AND c.relnamespace OPERATOR(pg_catalog.=) $2)"
+				" ORDER BY q.name",
+				2, types, values, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(outer);
+		SwStoredQuery *sq = palloc(sizeof(SwStoredQuery));
+		bool		isnull;
+
+		sq->name = TextDatumGetCString(sw_spi_getdatum(i, 1, &isnull));
+		sq->owner = DatumGetObjectId(sw_spi_getdatum(i, 2, &isnull));
+		sq->stream = DatumGetObjectId(sw_spi_getdatum(i, 3, &isnull));
+		sq->query = TextDatumGetCString(sw_spi_getdatum(i, 4, &isnull));
+		result = lappend(result, sq);
+		MemoryContextSwitchTo(spi);
+	}
+	sw_leave_role(&cx);
+	SPI_finish();
+	return result;
+}
+
+/*
+ * Store a query's text bound again under new names, and what it reads
+ * (query_ddl.c).  As the catalog's owner; the caller is connected to SPI.
+ */
+void
+sw_catalog_rebind_query(const char *name, const char *query, Datum reads)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, REGCLASSARRAYOID};
+	Datum		values[3];
+	SwRoleContext cx;
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = CStringGetTextDatum(query);
+	values[2] = reads;
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.query_def SET query = $2, reads = $3 WHERE name = $1",
+				3, types, values, NULL, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
+}
+
+/*
+ * How far retention and purges removed a stream's rows (stream_def.
+ * retained_from), read as the catalog's owner with the row locked FOR
+ * SHARE (limit.c); -infinity if the stream has no row.  The caller is
+ * connected to SPI.
+ */
+TimestampTz
+sw_catalog_retained_from(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	TimestampTz retained_from = DT_NOBEGIN;
+	bool		isnull;
+	SwRoleContext cx;
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT retained_from FROM streamwm.stream_def"
+				" WHERE stream OPERATOR(pg_catalog.=) $1 FOR SHARE",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+		retained_from = DatumGetTimestampTz(sw_spi_getdatum(0, 1, &isnull));
+	sw_leave_role(&cx);
+	return retained_from;
+}
+
+/*
+ * The processed offset of each of a stream's np partitions into
+ * processed[] (left alone for a partition with no row), read as the
+ * catalog's owner (monitor.c).  The caller is connected to SPI.
+ */
+void
+sw_catalog_processed_offsets(Oid relid, int np, int64 *processed)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	SwRoleContext cx;
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT partition, processed_offset FROM streamwm.partition_state"
+				" WHERE stream = $1", 1, types, values, NULL, SPI_OK_SELECT);
+	sw_leave_role(&cx);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int			p = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
+
+		if (p >= 0 && p < np)
+			processed[p] = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
+	}
+}
+
+/*
+ * Lock the stream's catalog row as a step does, waiting for a step that
+ * holds it, with the latest snapshot (purge.c).  Returns false if relid is
+ * not a stream.  As the catalog's owner; the caller is connected to SPI.
+ */
+bool
+sw_catalog_lock_stream_row(Oid relid)
+{
+	SwRoleContext cx;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		found;
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec_latest("SELECT 1 FROM streamwm.stream_def WHERE stream = $1 FOR NO KEY UPDATE",
+					   1, types, values, NULL, SPI_OK_SELECT);
+	found = SPI_processed == 1;
+	sw_leave_role(&cx);
+	return found;
+}
+
+/*
+ * Add 'unread' to purged_rows and move retained_from to just after
+ * 'newest' (SQL NULL when isnull: no row left a window), with the latest
+ * snapshot (purge.c).  As the catalog's owner; the caller is connected to
+ * SPI.
+ */
+void
+sw_catalog_record_purge(Oid relid, int64 unread, TimestampTz newest, bool isnull)
+{
+	SwRoleContext cx;
+	Oid			types[3] = {OIDOID, INT8OID, TIMESTAMPTZOID};
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', isnull ? 'n' : ' '};
+
+	if (unread == 0 && isnull)
+		return;
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int64GetDatum(unread);
+	values[2] = TimestampTzGetDatum(newest);
+	sw_enter_catalog(&cx);
+	sw_spi_exec_latest("UPDATE streamwm.stream_def"
+					   " SET purged_rows = purged_rows + $2,"
+					   " retained_from = GREATEST(retained_from, $3 + interval '1 microsecond')"
+					   " WHERE stream = $1",
+					   3, types, values, nulls, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
+}
+
+/*
+ * Where processing of a stream stands, for a TRUNCATE (purge.c): the
+ * processed offset of every partition, in partition order (an int8[] in
+ * the SPI result), and W; with the latest snapshot.  False if the stream
+ * has no partitions.  As the catalog's owner; the caller is connected to
+ * SPI.
+ */
+bool
+sw_catalog_purge_positions(Oid relid, Datum *offsets, Datum *watermark)
+{
+	SwRoleContext cx;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		isnull;
+	bool		wm_null;
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec_latest("SELECT pg_catalog.array_agg(coalesce(p.processed_offset, 0) ORDER BY g.n),"
+					   " pg_catalog.min(d.watermark)"
+					   " FROM streamwm.stream_def d"
+					   " CROSS JOIN LATERAL pg_catalog.generate_series(0, d.partitions - 1) g(n)"
+					   " LEFT JOIN streamwm.partition_state p"
+					   "  ON p.stream = d.stream AND p.partition = g.n"
+					   " WHERE d.stream = $1",
+					   1, types, values, NULL, SPI_OK_SELECT);
+	*offsets = sw_spi_getdatum(0, 1, &isnull);
+	*watermark = sw_spi_getdatum(0, 2, &wm_null);
+	sw_leave_role(&cx);
+	return !isnull && !wm_null;
 }
 
 /*

@@ -25,6 +25,15 @@ typedef struct SwRoleContext
 	int			save_nestlevel;
 } SwRoleContext;
 
+/* One row of streamwm.query_def, as much as DDL on what it reads needs. */
+typedef struct SwStoredQuery
+{
+	char	   *name;
+	Oid			owner;
+	Oid			stream;
+	char	   *query;			/* bound text */
+} SwStoredQuery;
+
 /* A stream in the worker's schedule (streamwm.stream_def). */
 typedef struct SwScheduledStream
 {
@@ -59,10 +68,13 @@ extern Datum sw_spi_getdatum(int row, int col, bool *isnull);
 extern Datum sw_int8_array(const int64 *values, int n);
 extern Datum sw_int4_array(const int32 *values, int n);
 extern Datum sw_timestamptz_array(const TimestampTz *values, int n);
+extern void sw_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values,
+							   const char *nulls, int expected);
 extern void sw_reraise(MemoryContext cxt, const char *prefix, const char *context,
 					   const char *source) pg_attribute_noreturn();
 
 /* streams (the caller acts as the catalog's owner unless said otherwise) */
+extern bool sw_catalog_is_stream(Oid relid);
 extern List *sw_catalog_managed_streams(void);
 extern bool sw_catalog_lock_stream(Oid relid, bool skip_locked,
 								   struct SwStreamClock *clock, int64 *retention_us);
@@ -81,6 +93,12 @@ extern void sw_catalog_consume_marks(Oid relid, TimestampTz horizon,
 									 Datum offsets, TimestampTz watermark);
 extern void sw_catalog_set_retained_from(Oid relid, TimestampTz horizon);
 extern void sw_catalog_count_expired(Oid relid, int64 removed);
+extern TimestampTz sw_catalog_retained_from(Oid relid);
+extern void sw_catalog_processed_offsets(Oid relid, int np, int64 *processed);
+extern bool sw_catalog_lock_stream_row(Oid relid);
+extern void sw_catalog_record_purge(Oid relid, int64 unread, TimestampTz newest,
+									bool isnull);
+extern bool sw_catalog_purge_positions(Oid relid, Datum *offsets, Datum *watermark);
 
 /* the worker's schedule */
 extern List *sw_catalog_schedule(void);
@@ -97,5 +115,7 @@ extern void sw_catalog_query_succeeded(const char *name, TimestampTz closed_unti
 extern void sw_catalog_query_failed(const char *name, const char *message);
 extern void sw_catalog_record_panes(const char *name, Oid pane_table,
 									const char *stamp, Datum folded);
+extern List *sw_catalog_queries_reading(List *relids, Oid nspid);
+extern void sw_catalog_rebind_query(const char *name, const char *query, Datum reads);
 
 #endif							/* STREAMWM_CATALOG_H */
