@@ -3,6 +3,16 @@
  *	  Owns access to streamwm's catalog tables (streamwm.stream_def,
  *	  partition_state, query_def, late_event_log, retention_mark; defined in
  *	  sql/streamwm--0.1.sql) and the SPI helpers the other files share.
+ *
+ *	  Every statement that reads or writes only the catalog is here, in a
+ *	  function named for what it does (sw_catalog_*, and the API's
+ *	  _register/_unregister functions); the other files call them.  A
+ *	  function that switches to the catalog's owner (sw_enter_catalog) says
+ *	  so; the others run as their caller set up (a step, the worker).
+ *	  Statements that read a stream table, a result or a transition table
+ *	  and consult the catalog in passing (the window statements' late-row
+ *	  filter, retention's and purge's counting of stream rows) are part of
+ *	  the data path and stay with it (query.c, pane.c, process.c, purge.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
