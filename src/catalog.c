@@ -3,6 +3,16 @@
  *	  Owns access to streamwm's catalog tables (streamwm.stream_def,
  *	  partition_state, query_def, late_event_log, retention_mark; defined in
  *	  sql/streamwm--0.1.sql) and the SPI helpers the other files share.
+ *
+ *	  Every statement that reads or writes only the catalog is here, in a
+ *	  function named for what it does (sw_catalog_*, and the API's
+ *	  _register/_unregister functions); the other files call them.  A
+ *	  function that switches to the catalog's owner (sw_enter_catalog) says
+ *	  so; the others run as their caller set up (a step, the worker).
+ *	  Statements that read a stream table, a result or a transition table
+ *	  and consult the catalog in passing (the window statements' late-row
+ *	  filter, retention's and purge's counting of stream rows) are part of
+ *	  the data path and stay with it (query.c, pane.c, process.c, purge.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -23,15 +33,18 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/reltrigger.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "catalog.h"
 #include "query.h"
+#include "watermark.h"
 #include "window.h"
 
 PG_FUNCTION_INFO_V1(streamwm_register_stream);
@@ -506,31 +519,29 @@ streamwm_unregister_stream(PG_FUNCTION_ARGS)
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	SwRoleContext cx;
+	List	   *queries;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	(void) sw_check_stream_manager(relid, true);
 	sw_enter_catalog(&cx);
-	sw_spi_exec("SELECT name FROM streamwm.query_def WHERE stream = $1 ORDER BY name",
-				1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed > 0 && !cascade)
+	queries = sw_catalog_stream_queries(relid);
+	if (queries != NIL && !cascade)
 	{
 		StringInfoData names;
-		uint64		n = SPI_processed;
+		ListCell   *lc;
 
 		initStringInfo(&names);
-		for (uint64 i = 0; i < n; i++)
-		{
-			bool		isnull;
-
-			appendStringInfo(&names, "%squery %s", i > 0 ? ", " : "",
-							 TextDatumGetCString(sw_spi_getdatum(i, 1, &isnull)));
-		}
+		foreach(lc, queries)
+			appendStringInfo(&names, "%squery %s",
+							 foreach_current_index(lc) > 0 ? ", " : "",
+							 (char *) lfirst(lc));
 		ereport(ERROR,
 				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
 				 errmsg("cannot drop stream %s because queries read it",
 						sw_relation_name(relid)),
-				 errdetail_plural("%s reads it.", "%s read it.", (unsigned long) n, names.data),
+				 errdetail_plural("%s reads it.", "%s read it.",
+								  (unsigned long) list_length(queries), names.data),
 				 errhint("Use drop_stream(..., cascade => true) to drop the queries too (their result tables are kept).")));
 	}
 	sw_leave_role(&cx);
@@ -733,4 +744,802 @@ sw_stream_forces_rls(Oid relid)
 	forced = ((Form_pg_class) GETSTRUCT(tup))->relforcerowsecurity;
 	ReleaseSysCache(tup);
 	return forced;
+}
+
+/*
+ * Run one of our statements with the latest snapshot rather than the
+ * transaction's (purge.c: under REPEATABLE READ, the row a step committed
+ * after the transaction began is the one to lock and add to).  The caller
+ * is connected to SPI.
+ */
+void
+sw_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values,
+				   const char *nulls, int expected)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+	int			rc;
+
+	if (plan == NULL)
+		elog(ERROR, "streamwm: preparing \"%s\" failed: %s",
+			 sql, SPI_result_code_string(SPI_result));
+	rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
+							  InvalidSnapshot, false, true, 0);
+	if (rc != expected)
+		elog(ERROR, "streamwm: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
+	SPI_freeplan(plan);
+}
+
+/*
+ * Is relid a stream table (listed in streamwm.stream_def)?  Connects to SPI
+ * on its own.  The function calling it (guard.c) runs as the extension
+ * owner, so row level security on the catalog does not hide other roles'
+ * streams.
+ */
+bool
+sw_catalog_is_stream(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		found;
+	int			rc;
+
+	if (!OidIsValid(relid))
+		return false;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	rc = SPI_execute_with_args("SELECT 1 FROM streamwm.stream_def d"
+							   " WHERE d.stream OPERATOR(pg_catalog.=) $1",
+							   1, types, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "streamwm: reading streamwm.stream_def failed: %s",
+			 SPI_result_code_string(rc));
+	found = SPI_processed > 0;
+	SPI_finish();
+	return found;
+}
+
+/*
+ * The streams the current user manages, in OID order (streamwm.process()
+ * without a stream).  Reads the catalog as its owner, judges as the
+ * caller.  The caller is connected to SPI.
+ */
+List *
+sw_catalog_managed_streams(void)
+{
+	SwRoleContext cx;
+	List	   *streams = NIL;
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT stream, owner FROM streamwm.stream_def ORDER BY stream::pg_catalog.oid",
+				0, NULL, NULL, NULL, SPI_OK_SELECT);
+	sw_leave_role(&cx);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		if (sw_may_manage(DatumGetObjectId(sw_spi_getdatum(i, 2, &isnull))))
+			streams = lappend_oid(streams,
+								  DatumGetObjectId(sw_spi_getdatum(i, 1, &isnull)));
+	}
+	return streams;
+}
+
+/* max_future_skew of a stream (SQL NULL: no limit) into its clock. */
+static void
+load_future_skew(SwStreamClock *clock, Datum skew, bool isnull)
+{
+	clock->limit_future = !isnull;
+	clock->max_future_skew_us = isnull ? 0 : sw_interval_usec(DatumGetIntervalP(skew));
+	clock->future_events = 0;
+}
+
+/*
+ * Lock a stream's catalog row for a step (FOR NO KEY UPDATE: steps on one
+ * stream are serialised) and load its watermark state and retention.
+ * Returns false when skip_locked and another step holds the stream.
+ */
+bool
+sw_catalog_lock_stream(Oid relid, bool skip_locked, SwStreamClock *clock,
+					   int64 *retention_us)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		isnull;
+	Datum		skew;
+
+	sw_spi_exec(skip_locked ?
+				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
+				" watermark, max_future_skew FROM streamwm.stream_def WHERE stream = $1"
+				" FOR NO KEY UPDATE SKIP LOCKED" :
+				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
+				" watermark, max_future_skew FROM streamwm.stream_def WHERE stream = $1"
+				" FOR NO KEY UPDATE",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		return false;
+	clock->npartitions = DatumGetInt32(sw_spi_getdatum(0, 1, &isnull));
+	clock->delay_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 2, &isnull)));
+	clock->idle_timeout_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 3, &isnull)));
+	*retention_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 4, &isnull)));
+	clock->created = DatumGetTimestampTz(sw_spi_getdatum(0, 5, &isnull));
+	clock->watermark = DatumGetTimestampTz(sw_spi_getdatum(0, 6, &isnull));
+	skew = sw_spi_getdatum(0, 7, &isnull);
+	load_future_skew(clock, skew, isnull);
+	clock->parts = palloc0(clock->npartitions * sizeof(SwPartitionClock));
+
+	sw_spi_exec("SELECT partition, processed_offset, max_event_time,"
+				" coalesce(last_arrival, '-infinity')"
+				" FROM streamwm.partition_state WHERE stream = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		int			p = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
+
+		if (p < 0 || p >= clock->npartitions)
+			elog(ERROR, "streamwm: partition %d of stream %u out of range", p, relid);
+		clock->parts[p].processed_offset = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
+		clock->parts[p].max_event_time = DatumGetTimestampTz(sw_spi_getdatum(i, 3, &isnull));
+		clock->parts[p].last_arrival = DatumGetTimestampTz(sw_spi_getdatum(i, 4, &isnull));
+	}
+	return true;
+}
+
+/*
+ * Store what a step read: each partition's processed offset, maximum event
+ * time and last arrival (only the partitions that changed), and the
+ * stream's W and counters; clears the step's started mark (worker.c).
+ */
+void
+sw_catalog_store_step(Oid relid, const SwStreamClock *clock, int64 events,
+					  int64 late_events, TimestampTz now)
+{
+	int			np = clock->npartitions;
+	int32	   *parts = palloc(np * sizeof(int32));
+	int64	   *offsets = palloc(np * sizeof(int64));
+	TimestampTz *maxes = palloc(np * sizeof(TimestampTz));
+	TimestampTz *arrivals = palloc(np * sizeof(TimestampTz));
+	Oid			ptypes[5] = {OIDOID, INT4ARRAYOID, INT8ARRAYOID,
+	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		pvalues[5];
+	Oid			stypes[6] = {OIDOID, TIMESTAMPTZOID, INT8OID, INT8OID, TIMESTAMPTZOID,
+	INT8OID};
+	Datum		svalues[6];
+
+	for (int i = 0; i < np; i++)
+	{
+		parts[i] = i;
+		offsets[i] = clock->parts[i].processed_offset;
+		maxes[i] = clock->parts[i].max_event_time;
+		arrivals[i] = clock->parts[i].last_arrival;
+	}
+	pvalues[0] = ObjectIdGetDatum(relid);
+	pvalues[1] = sw_int4_array(parts, np);
+	pvalues[2] = sw_int8_array(offsets, np);
+	pvalues[3] = sw_timestamptz_array(maxes, np);
+	pvalues[4] = sw_timestamptz_array(arrivals, np);
+	sw_spi_exec("UPDATE streamwm.partition_state s SET processed_offset = x.o,"
+				" max_event_time = x.m,"
+				" last_arrival = NULLIF(x.a, '-infinity'::timestamptz)"
+				" FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS x(p, o, m, a)"
+				" WHERE s.stream = $1 AND s.partition = x.p"
+				" AND (s.processed_offset, s.max_event_time, s.last_arrival)"
+				" IS DISTINCT FROM (x.o, x.m, NULLIF(x.a, '-infinity'::timestamptz))",
+				5, ptypes, pvalues, NULL, SPI_OK_UPDATE);
+
+	svalues[0] = ObjectIdGetDatum(relid);
+	svalues[1] = TimestampTzGetDatum(clock->watermark);
+	svalues[2] = Int64GetDatum(events);
+	svalues[3] = Int64GetDatum(late_events);
+	svalues[4] = TimestampTzGetDatum(now);
+	svalues[5] = Int64GetDatum(clock->future_events);
+	sw_spi_exec("UPDATE streamwm.stream_def SET step_started = NULL, step_crashes = 0, watermark = $2,"
+				" events = events + $3, late_events = late_events + $4,"
+				" last_processed = $5, future_events = future_events + $6"
+				" WHERE stream = $1",
+				6, stypes, svalues, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * Add a retention mark (process.c): accepted rows up to 'offsets', read
+ * while W reached 'watermark', none earlier than min_event_time.  Marks
+ * that leave the same W share a row.
+ */
+void
+sw_catalog_add_retention_mark(Oid relid, TimestampTz watermark, Datum offsets,
+							  TimestampTz min_event_time)
+{
+	Oid			mtypes[4] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID, TIMESTAMPTZOID};
+	Datum		mvalues[4];
+
+	mvalues[0] = ObjectIdGetDatum(relid);
+	mvalues[1] = TimestampTzGetDatum(watermark);
+	mvalues[2] = offsets;
+	mvalues[3] = TimestampTzGetDatum(min_event_time);
+	sw_spi_exec("INSERT INTO streamwm.retention_mark AS m"
+				" (stream, watermark, offsets, min_event_time) VALUES ($1, $2, $3, $4)"
+				" ON CONFLICT (stream, watermark) DO UPDATE SET offsets = EXCLUDED.offsets,"
+				" min_event_time = LEAST(m.min_event_time, EXCLUDED.min_event_time)",
+				4, mtypes, mvalues, NULL, SPI_OK_INSERT);
+}
+
+/* Log n late rows of a step in streamwm.late_event_log (n > 0). */
+void
+sw_catalog_log_late_rows(Oid relid, int n, const int32 *partition,
+						 const int64 *offset, const TimestampTz *event_time,
+						 const TimestampTz *watermark, const TimestampTz *arrival)
+{
+	Oid			ltypes[6] = {OIDOID, INT4ARRAYOID, INT8ARRAYOID,
+	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		lvalues[6];
+
+	lvalues[0] = ObjectIdGetDatum(relid);
+	lvalues[1] = sw_int4_array(partition, n);
+	lvalues[2] = sw_int8_array(offset, n);
+	lvalues[3] = sw_timestamptz_array(event_time, n);
+	lvalues[4] = sw_timestamptz_array(watermark, n);
+	lvalues[5] = sw_timestamptz_array(arrival, n);
+	sw_spi_exec("INSERT INTO streamwm.late_event_log"
+				" (stream, partition, sw_offset, sw_event_time, watermark, arrival)"
+				" SELECT $1, x.p, x.o, x.t, x.w, x.a"
+				" FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)) AS x(p, o, t, w, a)",
+				6, ltypes, lvalues, NULL, SPI_OK_INSERT);
+}
+
+/* Run one statement on a stream's catalog rows: $1 the stream, $2 a time. */
+static void
+exec_stream_time(const char *sql, Oid relid, TimestampTz t, int expected)
+{
+	Oid			types[2] = {OIDOID, TIMESTAMPTZOID};
+	Datum		values[2];
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = TimestampTzGetDatum(t);
+	sw_spi_exec(sql, 2, types, values, NULL, expected);
+}
+
+/* Forget the late rows logged before 'cutoff' (their rows are gone). */
+void
+sw_catalog_expire_late_log(Oid relid, TimestampTz cutoff)
+{
+	exec_stream_time("DELETE FROM streamwm.late_event_log"
+					 " WHERE stream OPERATOR(pg_catalog.=) $1"
+					 " AND arrival OPERATOR(pg_catalog.<) $2",
+					 relid, cutoff, SPI_OK_DELETE);
+}
+
+/*
+ * The newest retention mark with rows below 'horizon' (found on (stream,
+ * min_event_time)): its offsets (copied) and W.  False if there is none.
+ */
+bool
+sw_catalog_newest_mark_below(Oid relid, TimestampTz horizon, Datum *offsets,
+							 TimestampTz *watermark)
+{
+	Oid			types[2] = {OIDOID, TIMESTAMPTZOID};
+	Datum		values[2];
+	bool		isnull;
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = TimestampTzGetDatum(horizon);
+	sw_spi_exec("SELECT s.offsets, s.watermark FROM (SELECT m.offsets, m.watermark"
+				" FROM streamwm.retention_mark m"
+				" WHERE m.stream OPERATOR(pg_catalog.=) $1"
+				" AND m.min_event_time OPERATOR(pg_catalog.<) $2 OFFSET 0) s"
+				" ORDER BY s.watermark DESC LIMIT 1",
+				2, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+	{
+		SPI_freetuptable(SPI_tuptable);
+		return false;
+	}
+	*offsets = datumCopy(sw_spi_getdatum(0, 1, &isnull), false, -1);
+	*watermark = DatumGetTimestampTz(sw_spi_getdatum(0, 2, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return true;
+}
+
+/*
+ * Retention removed the rows below 'horizon' up to the mark found by
+ * sw_catalog_newest_mark_below() (its offsets and W): the older marks go,
+ * and that one keeps the horizon as its minimum event time.
+ */
+void
+sw_catalog_consume_marks(Oid relid, TimestampTz horizon, Datum offsets,
+						 TimestampTz watermark)
+{
+	Oid			types[4] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID, TIMESTAMPTZOID};
+	Datum		values[4];
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = TimestampTzGetDatum(horizon);
+	values[2] = offsets;
+	values[3] = TimestampTzGetDatum(watermark);
+	sw_spi_exec("DELETE FROM streamwm.retention_mark"
+				" WHERE stream OPERATOR(pg_catalog.=) $1"
+				" AND watermark OPERATOR(pg_catalog.<) $4",
+				4, types, values, NULL, SPI_OK_DELETE);
+	sw_spi_exec("UPDATE streamwm.retention_mark SET min_event_time = $2"
+				" WHERE stream OPERATOR(pg_catalog.=) $1"
+				" AND watermark OPERATOR(pg_catalog.=) $4"
+				" AND min_event_time OPERATOR(pg_catalog.<) $2",
+				4, types, values, NULL, SPI_OK_UPDATE);
+}
+
+/* Retention removed accepted rows up to 'horizon': record it (limit.c). */
+void
+sw_catalog_set_retained_from(Oid relid, TimestampTz horizon)
+{
+	exec_stream_time("UPDATE streamwm.stream_def"
+					 " SET retained_from = GREATEST(retained_from, $2)"
+					 " WHERE stream OPERATOR(pg_catalog.=) $1",
+					 relid, horizon, SPI_OK_UPDATE);
+}
+
+/* Count rows retention removed in stream_def.expired_rows. */
+void
+sw_catalog_count_expired(Oid relid, int64 removed)
+{
+	Oid			types[2] = {OIDOID, INT8OID};
+	Datum		values[2];
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int64GetDatum(removed);
+	sw_spi_exec("UPDATE streamwm.stream_def"
+				" SET expired_rows = expired_rows OPERATOR(pg_catalog.+) $2"
+				" WHERE stream OPERATOR(pg_catalog.=) $1",
+				2, types, values, NULL, SPI_OK_UPDATE);
+}
+
+/* The names of a stream's queries, in name order. */
+List *
+sw_catalog_stream_queries(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	List	   *names = NIL;
+
+	sw_spi_exec("SELECT name FROM streamwm.query_def WHERE stream = $1 ORDER BY name",
+				1, types, values, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		names = lappend(names, TextDatumGetCString(sw_spi_getdatum(i, 1, &isnull)));
+	}
+	return names;
+}
+
+/* Does a query of the general plan read the stream? */
+bool
+sw_catalog_stream_has_general_query(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		general;
+
+	sw_spi_exec("SELECT 1 FROM streamwm.query_def"
+				" WHERE stream OPERATOR(pg_catalog.=) $1"
+				" AND plan OPERATOR(pg_catalog.=) 'general' LIMIT 1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	general = SPI_processed > 0;
+	SPI_freetuptable(SPI_tuptable);
+	return general;
+}
+
+/*
+ * A query's step succeeded: its windows closed up to closed_until, its
+ * counters, the result table it wrote; its error is cleared.
+ */
+void
+sw_catalog_query_succeeded(const char *name, TimestampTz closed_until,
+						   int64 windows, int64 rows, Oid result_table)
+{
+	Oid			utypes[5] = {TEXTOID, TIMESTAMPTZOID, INT8OID, INT8OID, OIDOID};
+	Datum		uvalues[5];
+
+	uvalues[0] = CStringGetTextDatum(name);
+	uvalues[1] = TimestampTzGetDatum(closed_until);
+	uvalues[2] = Int64GetDatum(windows);
+	uvalues[3] = Int64GetDatum(rows);
+	uvalues[4] = ObjectIdGetDatum(result_table);
+	sw_spi_exec("UPDATE streamwm.query_def SET closed_until = $2,"
+				" windows_emitted = windows_emitted + $3,"
+				" rows_upserted = rows_upserted + $4, result_table = $5,"
+				" last_error = NULL, last_error_time = NULL, errors = 0"
+				" WHERE name = $1",
+				5, utypes, uvalues, NULL, SPI_OK_UPDATE);
+}
+
+/* A query's step failed: record the error (the worker backs off on it). */
+void
+sw_catalog_query_failed(const char *name, const char *message)
+{
+	Oid			etypes[2] = {TEXTOID, TEXTOID};
+	Datum		evalues[2];
+
+	evalues[0] = CStringGetTextDatum(name);
+	evalues[1] = CStringGetTextDatum(message);
+	sw_spi_exec("UPDATE streamwm.query_def SET last_error = $2,"
+				" last_error_time = pg_catalog.clock_timestamp(),"
+				" errors = errors + 1 WHERE name = $1",
+				2, etypes, evalues, NULL, SPI_OK_UPDATE);
+}
+
+/* Load one query's definition; NULL when there is none. */
+SwQueryDef *
+sw_catalog_load_query(const char *name)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+	SwQueryDef *def;
+	bool		isnull;
+	Datum		d;
+
+	values[0] = CStringGetTextDatum(name);
+	sw_spi_exec("SELECT stream, query, hop, size,"
+				" coalesce((SELECT c.oid FROM pg_catalog.pg_class c WHERE c.oid = result_table),"
+				" (SELECT c.oid FROM pg_catalog.pg_class c"
+				"   WHERE c.oid = pg_catalog.to_regclass(result_name) AND c.relowner = owner),"
+				" 0::pg_catalog.oid),"
+				" start_offset, search_path, owner, closed_until, errors,"
+				" coalesce(last_error_time, '-infinity'), result_name, plan,"
+				" coalesce((SELECT c.oid FROM pg_catalog.pg_class c WHERE c.oid = pane_table),"
+				" 0::pg_catalog.oid), pane_stamp, folded_offsets"
+				" FROM streamwm.query_def WHERE name = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		return NULL;
+	def = palloc0(sizeof(SwQueryDef));
+	def->name = pstrdup(name);
+	def->stream = DatumGetObjectId(sw_spi_getdatum(0, 1, &isnull));
+	def->query = TextDatumGetCString(sw_spi_getdatum(0, 2, &isnull));
+	def->hop_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 3, &isnull)));
+	def->size_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 4, &isnull)));
+	def->result_table = DatumGetObjectId(sw_spi_getdatum(0, 5, &isnull));
+	def->start_offset = DatumGetInt64(sw_spi_getdatum(0, 6, &isnull));
+	def->search_path = TextDatumGetCString(sw_spi_getdatum(0, 7, &isnull));
+	def->owner = DatumGetObjectId(sw_spi_getdatum(0, 8, &isnull));
+	def->closed_until = DatumGetTimestampTz(sw_spi_getdatum(0, 9, &isnull));
+	def->errors = DatumGetInt64(sw_spi_getdatum(0, 10, &isnull));
+	def->last_error_time = DatumGetTimestampTz(sw_spi_getdatum(0, 11, &isnull));
+	def->result_name = TextDatumGetCString(sw_spi_getdatum(0, 12, &isnull));
+	def->pane = strcmp(TextDatumGetCString(sw_spi_getdatum(0, 13, &isnull)), "pane") == 0;
+	def->pane_table = DatumGetObjectId(sw_spi_getdatum(0, 14, &isnull));
+	d = sw_spi_getdatum(0, 15, &isnull);
+	def->pane_stamp = isnull ? NULL : TextDatumGetCString(d);
+	d = sw_spi_getdatum(0, 16, &isnull);
+	def->folded_offsets = isnull ? (Datum) 0 : SPI_datumTransfer(d, false, -1);
+	return def;
+}
+
+/*
+ * Record a query's pane table, its stamp, and how far the step folded
+ * (folded (Datum) 0: not at all; pane.c).  As the catalog's owner.
+ */
+void
+sw_catalog_record_panes(const char *name, Oid pane_table, const char *stamp,
+						Datum folded)
+{
+	SwRoleContext cx;
+	Oid			ctypes[4] = {TEXTOID, OIDOID, TEXTOID, INT8ARRAYOID};
+	Datum		cvalues[4];
+	char		cnulls[4] = {' ', ' ', ' ', ' '};
+
+	cvalues[0] = CStringGetTextDatum(name);
+	cvalues[1] = ObjectIdGetDatum(pane_table);
+	cvalues[2] = CStringGetTextDatum(stamp);
+	cvalues[3] = folded;
+	if (folded == (Datum) 0)
+		cnulls[3] = 'n';
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.query_def SET pane_table = $2, pane_stamp = $3,"
+				" folded_offsets = $4 WHERE name = $1",
+				4, ctypes, cvalues, cnulls, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
+}
+
+/*
+ * The queries whose reads include one of relids or a relation in namespace
+ * nspid (when valid), and those whose reads are not known (NULL), as
+ * SwStoredQuery; read as the catalog's owner, so row-level security hides
+ * no query.  Connects to SPI on its own; copied into the caller's memory
+ * context.
+ */
+List *
+sw_catalog_queries_reading(List *relids, Oid nspid)
+{
+	MemoryContext outer = CurrentMemoryContext;
+	Oid			types[2] = {REGCLASSARRAYOID, OIDOID};
+	Datum		values[2];
+	Datum	   *d;
+	int			n = 0;
+	ListCell   *lc;
+	SwRoleContext cx;
+	List	   *result = NIL;
+
+	d = palloc(sizeof(Datum) * Max(list_length(relids), 1));
+	foreach(lc, relids)
+		d[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	values[0] = PointerGetDatum(construct_array(d, n, REGCLASSOID, sizeof(Oid),
+												true, TYPALIGN_INT));
+	values[1] = ObjectIdGetDatum(nspid);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT q.name, q.owner, q.stream, q.query FROM streamwm.query_def q"
+				" WHERE q.reads IS NULL OR q.reads OPERATOR(pg_catalog.&&) $1"
+				" OR EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
+				"   WHERE c.oid OPERATOR(pg_catalog.=) ANY (q.reads::pg_catalog.oid[])"
+				"     AND c.relnamespace OPERATOR(pg_catalog.=) $2)"
+				" ORDER BY q.name",
+				2, types, values, NULL, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		MemoryContext spi = MemoryContextSwitchTo(outer);
+		SwStoredQuery *sq = palloc(sizeof(SwStoredQuery));
+		bool		isnull;
+
+		sq->name = TextDatumGetCString(sw_spi_getdatum(i, 1, &isnull));
+		sq->owner = DatumGetObjectId(sw_spi_getdatum(i, 2, &isnull));
+		sq->stream = DatumGetObjectId(sw_spi_getdatum(i, 3, &isnull));
+		sq->query = TextDatumGetCString(sw_spi_getdatum(i, 4, &isnull));
+		result = lappend(result, sq);
+		MemoryContextSwitchTo(spi);
+	}
+	sw_leave_role(&cx);
+	SPI_finish();
+	return result;
+}
+
+/*
+ * Store a query's text bound again under new names, and what it reads
+ * (query_ddl.c).  As the catalog's owner; the caller is connected to SPI.
+ */
+void
+sw_catalog_rebind_query(const char *name, const char *query, Datum reads)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, REGCLASSARRAYOID};
+	Datum		values[3];
+	SwRoleContext cx;
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = CStringGetTextDatum(query);
+	values[2] = reads;
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.query_def SET query = $2, reads = $3 WHERE name = $1",
+				3, types, values, NULL, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
+}
+
+/*
+ * How far retention and purges removed a stream's rows (stream_def.
+ * retained_from), read as the catalog's owner with the row locked FOR
+ * SHARE (limit.c); -infinity if the stream has no row.  The caller is
+ * connected to SPI.
+ */
+TimestampTz
+sw_catalog_retained_from(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	TimestampTz retained_from = DT_NOBEGIN;
+	bool		isnull;
+	SwRoleContext cx;
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT retained_from FROM streamwm.stream_def"
+				" WHERE stream OPERATOR(pg_catalog.=) $1 FOR SHARE",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+		retained_from = DatumGetTimestampTz(sw_spi_getdatum(0, 1, &isnull));
+	sw_leave_role(&cx);
+	return retained_from;
+}
+
+/*
+ * The processed offset of each of a stream's np partitions into
+ * processed[] (left alone for a partition with no row), read as the
+ * catalog's owner (monitor.c).  The caller is connected to SPI.
+ */
+void
+sw_catalog_processed_offsets(Oid relid, int np, int64 *processed)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	SwRoleContext cx;
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT partition, processed_offset FROM streamwm.partition_state"
+				" WHERE stream = $1", 1, types, values, NULL, SPI_OK_SELECT);
+	sw_leave_role(&cx);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int			p = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
+
+		if (p >= 0 && p < np)
+			processed[p] = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
+	}
+}
+
+/*
+ * Lock the stream's catalog row as a step does, waiting for a step that
+ * holds it, with the latest snapshot (purge.c).  Returns false if relid is
+ * not a stream.  As the catalog's owner; the caller is connected to SPI.
+ */
+bool
+sw_catalog_lock_stream_row(Oid relid)
+{
+	SwRoleContext cx;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		found;
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec_latest("SELECT 1 FROM streamwm.stream_def WHERE stream = $1 FOR NO KEY UPDATE",
+					   1, types, values, NULL, SPI_OK_SELECT);
+	found = SPI_processed == 1;
+	sw_leave_role(&cx);
+	return found;
+}
+
+/*
+ * Add 'unread' to purged_rows and move retained_from to just after
+ * 'newest' (SQL NULL when isnull: no row left a window), with the latest
+ * snapshot (purge.c).  As the catalog's owner; the caller is connected to
+ * SPI.
+ */
+void
+sw_catalog_record_purge(Oid relid, int64 unread, TimestampTz newest, bool isnull)
+{
+	SwRoleContext cx;
+	Oid			types[3] = {OIDOID, INT8OID, TIMESTAMPTZOID};
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', isnull ? 'n' : ' '};
+
+	if (unread == 0 && isnull)
+		return;
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int64GetDatum(unread);
+	values[2] = TimestampTzGetDatum(newest);
+	sw_enter_catalog(&cx);
+	sw_spi_exec_latest("UPDATE streamwm.stream_def"
+					   " SET purged_rows = purged_rows + $2,"
+					   " retained_from = GREATEST(retained_from, $3 + interval '1 microsecond')"
+					   " WHERE stream = $1",
+					   3, types, values, nulls, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
+}
+
+/*
+ * Where processing of a stream stands, for a TRUNCATE (purge.c): the
+ * processed offset of every partition, in partition order (an int8[] in
+ * the SPI result), and W; with the latest snapshot.  False if the stream
+ * has no partitions.  As the catalog's owner; the caller is connected to
+ * SPI.
+ */
+bool
+sw_catalog_purge_positions(Oid relid, Datum *offsets, Datum *watermark)
+{
+	SwRoleContext cx;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		isnull;
+	bool		wm_null;
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec_latest("SELECT pg_catalog.array_agg(coalesce(p.processed_offset, 0) ORDER BY g.n),"
+					   " pg_catalog.min(d.watermark)"
+					   " FROM streamwm.stream_def d"
+					   " CROSS JOIN LATERAL pg_catalog.generate_series(0, d.partitions - 1) g(n)"
+					   " LEFT JOIN streamwm.partition_state p"
+					   "  ON p.stream = d.stream AND p.partition = g.n"
+					   " WHERE d.stream = $1",
+					   1, types, values, NULL, SPI_OK_SELECT);
+	*offsets = sw_spi_getdatum(0, 1, &isnull);
+	*watermark = sw_spi_getdatum(0, 2, &wm_null);
+	sw_leave_role(&cx);
+	return !isnull && !wm_null;
+}
+
+/*
+ * The worker's schedule: every stream with its granularity, and whether a
+ * step was marked as started (and how many in a row were) that did not
+ * finish.  As whoever runs it (the worker); the caller is connected to SPI.
+ */
+List *
+sw_catalog_schedule(void)
+{
+	List	   *streams = NIL;
+
+	sw_spi_exec("SELECT stream, (extract(epoch FROM granularity) * 1000000)::int8,"
+				" step_started IS NOT NULL, step_crashes"
+				" FROM streamwm.stream_def", 0, NULL, NULL, NULL,
+				SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		SwScheduledStream *s = palloc(sizeof(SwScheduledStream));
+		bool		isnull;
+		Datum		granularity;
+
+		s->stream = DatumGetObjectId(sw_spi_getdatum(i, 1, &isnull));
+		granularity = sw_spi_getdatum(i, 2, &s->granularity_null);
+		s->granularity_us = s->granularity_null ? 0 : DatumGetInt64(granularity);
+		s->step_started = DatumGetBool(sw_spi_getdatum(i, 3, &isnull));
+		s->step_crashes = s->step_started ?
+			DatumGetInt32(sw_spi_getdatum(i, 4, &isnull)) : 0;
+		streams = lappend(streams, s);
+	}
+	return streams;
+}
+
+/*
+ * The steps marked as started on these streams did not finish: clear the
+ * marks and count the crash, skipping a stream a step holds now.
+ */
+void
+sw_catalog_steps_crashed(List *relids)
+{
+	Oid			types[1] = {OIDARRAYOID};
+	Datum		values[1];
+	Datum	   *oids = palloc(list_length(relids) * sizeof(Datum));
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, relids)
+		oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	values[0] = PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true,
+												TYPALIGN_INT));
+	sw_spi_exec("UPDATE streamwm.stream_def SET step_started = NULL,"
+				" step_crashes = step_crashes + 1"
+				" WHERE stream IN (SELECT d.stream FROM streamwm.stream_def d"
+				" WHERE d.stream::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+				" FOR NO KEY UPDATE SKIP LOCKED)",
+				1, types, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * Mark a step on the stream as started (worker.c), unless a step holds it
+ * now; the step's sw_catalog_store_step() clears the mark.
+ */
+void
+sw_catalog_mark_step_started(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+	sw_spi_exec("UPDATE streamwm.stream_def SET step_started = pg_catalog.clock_timestamp()"
+				" WHERE stream IN (SELECT d.stream FROM streamwm.stream_def d"
+				" WHERE d.stream OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE SKIP LOCKED)",
+				1, types, values, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * The process holding a stream's catalog row, as far as we can tell: the
+ * backend whose transaction (or subtransaction) id is the row's xmax.  0
+ * when it cannot be found (e.g. the lock is a multixact).
+ */
+int
+sw_catalog_stream_holder_pid(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		isnull;
+	int			pid = 0;
+
+	sw_spi_exec("SELECT l.pid FROM pg_catalog.pg_locks l, streamwm.stream_def d"
+				" WHERE d.stream OPERATOR(pg_catalog.=) $1"
+				" AND l.locktype OPERATOR(pg_catalog.=) 'transactionid'"
+				" AND l.mode OPERATOR(pg_catalog.=) 'ExclusiveLock' AND l.granted"
+				" AND l.transactionid OPERATOR(pg_catalog.=) d.xmax LIMIT 1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		Datum		d = sw_spi_getdatum(0, 1, &isnull);
+
+		if (!isnull)
+			pid = DatumGetInt32(d);
+	}
+	return pid;
 }

@@ -1,12 +1,17 @@
 /*-------------------------------------------------------------------------
  * catalog.h
- *	  Access to streamwm's catalog tables and small SPI helpers.
+ *	  Access to streamwm's catalog tables and small SPI helpers.  Every
+ *	  statement on the catalog is a function here, named for what it does.
  *-------------------------------------------------------------------------
  */
 #ifndef STREAMWM_CATALOG_H
 #define STREAMWM_CATALOG_H
 
 #include "executor/spi.h"
+#include "nodes/pg_list.h"
+
+struct SwStreamClock;			/* watermark.h */
+struct SwQueryDef;				/* query.h */
 
 /* GUCs (streamwm.c) */
 extern int	sw_batch_size;
@@ -19,6 +24,25 @@ typedef struct SwRoleContext
 	int			save_sec_context;
 	int			save_nestlevel;
 } SwRoleContext;
+
+/* One row of streamwm.query_def, as much as DDL on what it reads needs. */
+typedef struct SwStoredQuery
+{
+	char	   *name;
+	Oid			owner;
+	Oid			stream;
+	char	   *query;			/* bound text */
+} SwStoredQuery;
+
+/* A stream in the worker's schedule (streamwm.stream_def). */
+typedef struct SwScheduledStream
+{
+	Oid			stream;
+	bool		granularity_null;
+	int64		granularity_us;
+	bool		step_started;	/* a step was marked as started */
+	int32		step_crashes;
+} SwScheduledStream;
 
 /* what every statement of streamwm's own runs under */
 #define SW_SAFE_SEARCH_PATH "pg_catalog, pg_temp"
@@ -44,7 +68,54 @@ extern Datum sw_spi_getdatum(int row, int col, bool *isnull);
 extern Datum sw_int8_array(const int64 *values, int n);
 extern Datum sw_int4_array(const int32 *values, int n);
 extern Datum sw_timestamptz_array(const TimestampTz *values, int n);
+extern void sw_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values,
+							   const char *nulls, int expected);
 extern void sw_reraise(MemoryContext cxt, const char *prefix, const char *context,
 					   const char *source) pg_attribute_noreturn();
+
+/* streams (the caller acts as the catalog's owner unless said otherwise) */
+extern bool sw_catalog_is_stream(Oid relid);
+extern List *sw_catalog_managed_streams(void);
+extern bool sw_catalog_lock_stream(Oid relid, bool skip_locked,
+								   struct SwStreamClock *clock, int64 *retention_us);
+extern void sw_catalog_store_step(Oid relid, const struct SwStreamClock *clock,
+								  int64 events, int64 late_events, TimestampTz now);
+extern void sw_catalog_add_retention_mark(Oid relid, TimestampTz watermark,
+										  Datum offsets, TimestampTz min_event_time);
+extern void sw_catalog_log_late_rows(Oid relid, int n, const int32 *partition,
+									 const int64 *offset, const TimestampTz *event_time,
+									 const TimestampTz *watermark,
+									 const TimestampTz *arrival);
+extern void sw_catalog_expire_late_log(Oid relid, TimestampTz cutoff);
+extern bool sw_catalog_newest_mark_below(Oid relid, TimestampTz horizon,
+										 Datum *offsets, TimestampTz *watermark);
+extern void sw_catalog_consume_marks(Oid relid, TimestampTz horizon,
+									 Datum offsets, TimestampTz watermark);
+extern void sw_catalog_set_retained_from(Oid relid, TimestampTz horizon);
+extern void sw_catalog_count_expired(Oid relid, int64 removed);
+extern TimestampTz sw_catalog_retained_from(Oid relid);
+extern void sw_catalog_processed_offsets(Oid relid, int np, int64 *processed);
+extern bool sw_catalog_lock_stream_row(Oid relid);
+extern void sw_catalog_record_purge(Oid relid, int64 unread, TimestampTz newest,
+									bool isnull);
+extern bool sw_catalog_purge_positions(Oid relid, Datum *offsets, Datum *watermark);
+
+/* the worker's schedule */
+extern List *sw_catalog_schedule(void);
+extern void sw_catalog_steps_crashed(List *relids);
+extern void sw_catalog_mark_step_started(Oid relid);
+extern int	sw_catalog_stream_holder_pid(Oid relid);
+
+/* queries */
+extern List *sw_catalog_stream_queries(Oid relid);
+extern bool sw_catalog_stream_has_general_query(Oid relid);
+extern struct SwQueryDef *sw_catalog_load_query(const char *name);
+extern void sw_catalog_query_succeeded(const char *name, TimestampTz closed_until,
+									   int64 windows, int64 rows, Oid result_table);
+extern void sw_catalog_query_failed(const char *name, const char *message);
+extern void sw_catalog_record_panes(const char *name, Oid pane_table,
+									const char *stamp, Datum folded);
+extern List *sw_catalog_queries_reading(List *relids, Oid nspid);
+extern void sw_catalog_rebind_query(const char *name, const char *query, Datum reads);
 
 #endif							/* STREAMWM_CATALOG_H */

@@ -50,6 +50,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "catalog.h"
 #include "guard.h"
 #include "purge.h"
 #include "query_ddl.h"
@@ -145,34 +146,6 @@ sw_check_result_types(TupleDesc tupdesc, const Oid *types, int n, const char *re
 	}
 }
 
-/*
- * Is relid a stream table (listed in streamwm.stream_def)?  Connects to SPI
- * on its own.  The function calling it runs as the extension owner, so row
- * level security on the catalog does not hide other roles' streams.
- */
-bool
-sw_is_stream(Oid relid)
-{
-	Oid			types[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	bool		found;
-	int			rc;
-
-	if (!OidIsValid(relid))
-		return false;
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	rc = SPI_execute_with_args("SELECT 1 FROM streamwm.stream_def d"
-							   " WHERE d.stream OPERATOR(pg_catalog.=) $1",
-							   1, types, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "streamwm: reading streamwm.stream_def failed: %s",
-			 SPI_result_code_string(rc));
-	found = SPI_processed > 0;
-	SPI_finish();
-	return found;
-}
-
 /* A table named by a RangeVar, if it exists (no lock: this is a check). */
 static Oid
 stream_of_rangevar(RangeVar *rv)
@@ -182,7 +155,7 @@ stream_of_rangevar(RangeVar *rv)
 	if (rv == NULL)
 		return InvalidOid;
 	relid = RangeVarGetRelid(rv, NoLock, true);
-	if (!OidIsValid(relid) || !sw_is_stream(relid))
+	if (!OidIsValid(relid) || !sw_catalog_is_stream(relid))
 		return InvalidOid;
 	return relid;
 }
@@ -234,7 +207,7 @@ stream_of_sequence(Oid seqoid)
 	if (!sequenceIsOwned(seqoid, DEPENDENCY_AUTO, &tableid, &colid) &&
 		!sequenceIsOwned(seqoid, DEPENDENCY_INTERNAL, &tableid, &colid))
 		return InvalidOid;
-	return sw_is_stream(tableid) ? tableid : InvalidOid;
+	return sw_catalog_is_stream(tableid) ? tableid : InvalidOid;
 }
 
 static void

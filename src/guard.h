@@ -23,6 +23,5 @@ typedef struct SwStreamColumns
 extern void sw_check_stream_columns(Relation rel, SwStreamColumns *cols);
 extern void sw_check_result_types(TupleDesc tupdesc, const Oid *types, int n,
 								  const char *relname);
-extern bool sw_is_stream(Oid relid);
 
 #endif							/* STREAMWM_GUARD_H */

@@ -312,12 +312,8 @@ streamwm_earliest_closed_until(PG_FUNCTION_ARGS)
 	Oid			relid = PG_GETARG_OID(0);
 	int64		hop_us = sw_interval_usec(PG_GETARG_INTERVAL_P(1));
 	int64		size_us = sw_interval_usec(PG_GETARG_INTERVAL_P(2));
-	Oid			types[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	TimestampTz retained_from = DT_NOBEGIN;
+	TimestampTz retained_from;
 	TimestampTz first;
-	bool		isnull;
-	SwRoleContext cx;
 
 	if (hop_us <= 0 || size_us <= 0)
 		ereport(ERROR,
@@ -327,13 +323,7 @@ streamwm_earliest_closed_until(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	/* only a role that manages the stream may lock its catalog row */
 	(void) sw_check_stream_manager(relid, false);
-	sw_enter_catalog(&cx);
-	sw_spi_exec("SELECT retained_from FROM streamwm.stream_def"
-				" WHERE stream OPERATOR(pg_catalog.=) $1 FOR SHARE",
-				1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 1)
-		retained_from = DatumGetTimestampTz(sw_spi_getdatum(0, 1, &isnull));
-	sw_leave_role(&cx);
+	retained_from = sw_catalog_retained_from(relid);
 	SPI_finish();
 	if (TIMESTAMP_NOT_FINITE(retained_from))
 		PG_RETURN_TIMESTAMPTZ(DT_NOBEGIN);

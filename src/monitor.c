@@ -86,23 +86,7 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 	}
 
 	processed = palloc0(np * sizeof(int64));
-	{
-		Oid			types[1] = {OIDOID};
-		Datum		values[1] = {ObjectIdGetDatum(relid)};
-
-		sw_enter_catalog(&cx);
-		sw_spi_exec("SELECT partition, processed_offset FROM streamwm.partition_state"
-					" WHERE stream = $1", 1, types, values, NULL, SPI_OK_SELECT);
-		sw_leave_role(&cx);
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			bool		isnull;
-			int			p = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
-
-			if (p >= 0 && p < np)
-				processed[p] = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
-		}
-	}
+	sw_catalog_processed_offsets(relid, np, processed);
 
 	relname = sw_relation_name(relid);
 	head_sql = psprintf("SELECT t.sw_offset, t.sw_arrival FROM ONLY %s t"

@@ -548,24 +548,11 @@ sw_ensure_pane_table(SwQueryDef *def, const PanePlan *pp, bool *rebuild)
 void
 sw_record_panes(SwQueryDef *def, const PanePlan *pp, Datum folded)
 {
-	SwRoleContext cx;
-	Oid			ctypes[4] = {TEXTOID, OIDOID, TEXTOID, INT8ARRAYOID};
-	Datum		cvalues[4];
-	char		cnulls[4] = {' ', ' ', ' ', ' '};
+	char	   *stamp = pane_stamp(pp, def->pane_table);
 
-	cvalues[0] = CStringGetTextDatum(def->name);
-	cvalues[1] = ObjectIdGetDatum(def->pane_table);
-	cvalues[2] = CStringGetTextDatum(pane_stamp(pp, def->pane_table));
-	cvalues[3] = folded;
-	if (folded == (Datum) 0)
-		cnulls[3] = 'n';
-	sw_enter_catalog(&cx);
-	sw_spi_exec("UPDATE streamwm.query_def SET pane_table = $2, pane_stamp = $3,"
-				" folded_offsets = $4 WHERE name = $1",
-				4, ctypes, cvalues, cnulls, SPI_OK_UPDATE);
-	sw_leave_role(&cx);
+	sw_catalog_record_panes(def->name, def->pane_table, stamp, folded);
 	def->folded_offsets = folded;
-	def->pane_stamp = TextDatumGetCString(cvalues[2]);
+	def->pane_stamp = stamp;
 }
 
 /*

@@ -55,7 +55,6 @@
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/memutils.h"
@@ -122,64 +121,6 @@ late_rows_add(LateRows *late, int32 partition, int64 offset,
 	late->watermark[late->n] = watermark;
 	late->arrival[late->n] = arrival;
 	late->n++;
-}
-
-/* max_future_skew of a stream (SQL NULL: no limit) into its clock. */
-static void
-load_future_skew(SwStreamClock *clock, Datum skew, bool isnull)
-{
-	clock->limit_future = !isnull;
-	clock->max_future_skew_us = isnull ? 0 : sw_interval_usec(DatumGetIntervalP(skew));
-	clock->future_events = 0;
-}
-
-/*
- * Lock a stream and load its watermark state.  Returns false when
- * skip_locked and another step holds the stream.
- */
-static bool
-load_stream(Oid relid, bool skip_locked, SwStreamClock *clock, int64 *retention_us)
-{
-	Oid			types[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	bool		isnull;
-	Datum		skew;
-
-	sw_spi_exec(skip_locked ?
-				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
-				" watermark, max_future_skew FROM streamwm.stream_def WHERE stream = $1"
-				" FOR NO KEY UPDATE SKIP LOCKED" :
-				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
-				" watermark, max_future_skew FROM streamwm.stream_def WHERE stream = $1"
-				" FOR NO KEY UPDATE",
-				1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		return false;
-	clock->npartitions = DatumGetInt32(sw_spi_getdatum(0, 1, &isnull));
-	clock->delay_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 2, &isnull)));
-	clock->idle_timeout_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 3, &isnull)));
-	*retention_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 4, &isnull)));
-	clock->created = DatumGetTimestampTz(sw_spi_getdatum(0, 5, &isnull));
-	clock->watermark = DatumGetTimestampTz(sw_spi_getdatum(0, 6, &isnull));
-	skew = sw_spi_getdatum(0, 7, &isnull);
-	load_future_skew(clock, skew, isnull);
-	clock->parts = palloc0(clock->npartitions * sizeof(SwPartitionClock));
-
-	sw_spi_exec("SELECT partition, processed_offset, max_event_time,"
-				" coalesce(last_arrival, '-infinity')"
-				" FROM streamwm.partition_state WHERE stream = $1",
-				1, types, values, NULL, SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		int			p = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
-
-		if (p < 0 || p >= clock->npartitions)
-			elog(ERROR, "streamwm: partition %d of stream %u out of range", p, relid);
-		clock->parts[p].processed_offset = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
-		clock->parts[p].max_event_time = DatumGetTimestampTz(sw_spi_getdatum(i, 3, &isnull));
-		clock->parts[p].last_arrival = DatumGetTimestampTz(sw_spi_getdatum(i, 4, &isnull));
-	}
-	return true;
 }
 
 static Datum
@@ -290,54 +231,15 @@ read_batch(Oid relid, Oid owner, const char *relname, SwStreamClock *clock,
 	return n;
 }
 
+/*
+ * Store what the step read (catalog.c), its retention marks and its late
+ * rows.
+ */
 static void
 save_stream(Oid relid, SwStreamClock *clock, int64 events, LateRows *late,
 			TimestampTz now)
 {
-	int			np = clock->npartitions;
-	int32	   *parts = palloc(np * sizeof(int32));
-	int64	   *offsets = palloc(np * sizeof(int64));
-	TimestampTz *maxes = palloc(np * sizeof(TimestampTz));
-	TimestampTz *arrivals = palloc(np * sizeof(TimestampTz));
-	Oid			ptypes[5] = {OIDOID, INT4ARRAYOID, INT8ARRAYOID,
-	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
-	Datum		pvalues[5];
-	Oid			stypes[6] = {OIDOID, TIMESTAMPTZOID, INT8OID, INT8OID, TIMESTAMPTZOID,
-	INT8OID};
-	Datum		svalues[6];
-
-	for (int i = 0; i < np; i++)
-	{
-		parts[i] = i;
-		offsets[i] = clock->parts[i].processed_offset;
-		maxes[i] = clock->parts[i].max_event_time;
-		arrivals[i] = clock->parts[i].last_arrival;
-	}
-	pvalues[0] = ObjectIdGetDatum(relid);
-	pvalues[1] = sw_int4_array(parts, np);
-	pvalues[2] = sw_int8_array(offsets, np);
-	pvalues[3] = sw_timestamptz_array(maxes, np);
-	pvalues[4] = sw_timestamptz_array(arrivals, np);
-	sw_spi_exec("UPDATE streamwm.partition_state s SET processed_offset = x.o,"
-				" max_event_time = x.m,"
-				" last_arrival = NULLIF(x.a, '-infinity'::timestamptz)"
-				" FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS x(p, o, m, a)"
-				" WHERE s.stream = $1 AND s.partition = x.p"
-				" AND (s.processed_offset, s.max_event_time, s.last_arrival)"
-				" IS DISTINCT FROM (x.o, x.m, NULLIF(x.a, '-infinity'::timestamptz))",
-				5, ptypes, pvalues, NULL, SPI_OK_UPDATE);
-
-	svalues[0] = ObjectIdGetDatum(relid);
-	svalues[1] = TimestampTzGetDatum(clock->watermark);
-	svalues[2] = Int64GetDatum(events);
-	svalues[3] = Int64GetDatum(late->n);
-	svalues[4] = TimestampTzGetDatum(now);
-	svalues[5] = Int64GetDatum(clock->future_events);
-	sw_spi_exec("UPDATE streamwm.stream_def SET step_started = NULL, step_crashes = 0, watermark = $2,"
-				" events = events + $3, late_events = late_events + $4,"
-				" last_processed = $5, future_events = future_events + $6"
-				" WHERE stream = $1",
-				6, stypes, svalues, NULL, SPI_OK_UPDATE);
+	sw_catalog_store_step(relid, clock, events, late->n, now);
 
 	/*
 	 * Retention's map (expire_rows): the marks of this step's accepted rows,
@@ -346,39 +248,12 @@ save_stream(Oid relid, SwStreamClock *clock, int64 events, LateRows *late,
 	 */
 	add_mark(late, clock);
 	for (int i = 0; i < late->nmarks; i++)
-	{
-		Oid			mtypes[4] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID, TIMESTAMPTZOID};
-		Datum		mvalues[4];
-
-		mvalues[0] = ObjectIdGetDatum(relid);
-		mvalues[1] = TimestampTzGetDatum(late->mark_watermark[i]);
-		mvalues[2] = late->mark_offsets[i];
-		mvalues[3] = TimestampTzGetDatum(late->mark_min[i]);
-		sw_spi_exec("INSERT INTO streamwm.retention_mark AS m"
-					" (stream, watermark, offsets, min_event_time) VALUES ($1, $2, $3, $4)"
-					" ON CONFLICT (stream, watermark) DO UPDATE SET offsets = EXCLUDED.offsets,"
-					" min_event_time = LEAST(m.min_event_time, EXCLUDED.min_event_time)",
-					4, mtypes, mvalues, NULL, SPI_OK_INSERT);
-	}
+		sw_catalog_add_retention_mark(relid, late->mark_watermark[i],
+									  late->mark_offsets[i], late->mark_min[i]);
 
 	if (late->n > 0)
-	{
-		Oid			ltypes[6] = {OIDOID, INT4ARRAYOID, INT8ARRAYOID,
-		TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
-		Datum		lvalues[6];
-
-		lvalues[0] = ObjectIdGetDatum(relid);
-		lvalues[1] = sw_int4_array(late->partition, late->n);
-		lvalues[2] = sw_int8_array(late->offset, late->n);
-		lvalues[3] = sw_timestamptz_array(late->event_time, late->n);
-		lvalues[4] = sw_timestamptz_array(late->watermark, late->n);
-		lvalues[5] = sw_timestamptz_array(late->arrival, late->n);
-		sw_spi_exec("INSERT INTO streamwm.late_event_log"
-					" (stream, partition, sw_offset, sw_event_time, watermark, arrival)"
-					" SELECT $1, x.p, x.o, x.t, x.w, x.a"
-					" FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)) AS x(p, o, t, w, a)",
-					6, ltypes, lvalues, NULL, SPI_OK_INSERT);
-	}
+		sw_catalog_log_late_rows(relid, late->n, late->partition, late->offset,
+								 late->event_time, late->watermark, late->arrival);
 }
 
 /*
@@ -391,8 +266,6 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
-	Oid			etypes[2] = {TEXTOID, TEXTOID};
-	Datum		evalues[2];
 
 	/*
 	 * What the query's step builds (its analyzed tree, statement text,
@@ -406,8 +279,6 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 	PG_TRY();
 	{
 		SwRoleContext qcx;
-		Oid			utypes[5] = {TEXTOID, TIMESTAMPTZOID, INT8OID, INT8OID, OIDOID};
-		Datum		uvalues[5];
 		int64		windows;
 		int64		rows;
 
@@ -424,17 +295,8 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 		CHECK_FOR_INTERRUPTS();
 		sw_leave_role(&qcx);
 
-		uvalues[0] = CStringGetTextDatum(def->name);
-		uvalues[1] = TimestampTzGetDatum(clock->watermark);
-		uvalues[2] = Int64GetDatum(windows);
-		uvalues[3] = Int64GetDatum(rows);
-		uvalues[4] = ObjectIdGetDatum(def->result_table);
-		sw_spi_exec("UPDATE streamwm.query_def SET closed_until = $2,"
-					" windows_emitted = windows_emitted + $3,"
-					" rows_upserted = rows_upserted + $4, result_table = $5,"
-					" last_error = NULL, last_error_time = NULL, errors = 0"
-					" WHERE name = $1",
-					5, utypes, uvalues, NULL, SPI_OK_UPDATE);
+		sw_catalog_query_succeeded(def->name, clock->watermark, windows, rows,
+								   def->result_table);
 
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
@@ -471,12 +333,7 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 				 edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
 			ReThrowError(edata);
 
-		evalues[0] = CStringGetTextDatum(def->name);
-		evalues[1] = CStringGetTextDatum(edata->message);
-		sw_spi_exec("UPDATE streamwm.query_def SET last_error = $2,"
-					" last_error_time = pg_catalog.clock_timestamp(),"
-					" errors = errors + 1 WHERE name = $1",
-					2, etypes, evalues, NULL, SPI_OK_UPDATE);
+		sw_catalog_query_failed(def->name, edata->message);
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
 				 timed_out ? errmsg_internal("%s", edata->message) :
@@ -496,24 +353,15 @@ static TimestampTz
 close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
 				  bool from_worker)
 {
-	Oid			types[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	List	   *names = NIL;
+	List	   *names;
 	ListCell   *lc;
 	TimestampTz needed = DT_NOEND;
 	Datum		offsets = processed_offsets(clock);
 
-	sw_spi_exec("SELECT name FROM streamwm.query_def WHERE stream = $1 ORDER BY name",
-				1, types, values, NULL, SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-
-		names = lappend(names, TextDatumGetCString(sw_spi_getdatum(i, 1, &isnull)));
-	}
+	names = sw_catalog_stream_queries(relid);
 	foreach(lc, names)
 	{
-		SwQueryDef *def = sw_load_query(lfirst(lc));
+		SwQueryDef *def = sw_catalog_load_query(lfirst(lc));
 		TimestampTz keep;
 
 		if (def == NULL)
@@ -527,7 +375,7 @@ close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
 				 def->closed_until < clock->watermark)
 		{
 			close_windows(def, clock, offsets);
-			def = sw_load_query(lfirst(lc));
+			def = sw_catalog_load_query(lfirst(lc));
 			if (def == NULL)
 				continue;
 		}
@@ -559,15 +407,8 @@ summarize_new_ranges(Oid relid, Oid owner, const char *relname)
 	SwRoleContext rcx;
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	bool		general;
 
-	sw_spi_exec("SELECT 1 FROM streamwm.query_def"
-				" WHERE stream OPERATOR(pg_catalog.=) $1"
-				" AND plan OPERATOR(pg_catalog.=) 'general' LIMIT 1",
-				1, types, values, NULL, SPI_OK_SELECT);
-	general = SPI_processed > 0;
-	SPI_freetuptable(SPI_tuptable);
-	if (!general || !ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
+	if (!sw_catalog_stream_has_general_query(relid) || !ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
 		return;
 	/* as the stream's owner: the function requires it */
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
@@ -626,10 +467,7 @@ expire_late_rows(Oid relid, Oid owner, const char *relname, int64 retention_us,
 						2, types, values);
 	sw_leave_role(&rcx);
 	removed = SPI_processed;
-	sw_spi_exec("DELETE FROM streamwm.late_event_log"
-				" WHERE stream OPERATOR(pg_catalog.=) $1"
-				" AND arrival OPERATOR(pg_catalog.<) $2",
-				2, types, values, NULL, SPI_OK_DELETE);
+	sw_catalog_expire_late_log(relid, cutoff);
 	return removed;
 }
 
@@ -657,10 +495,10 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
 {
 	SwRoleContext rcx;
 	TimestampTz horizon;
-	Oid			types[4] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID, TIMESTAMPTZOID};
-	Datum		values[4];
+	Oid			types[3] = {OIDOID, TIMESTAMPTZOID, INT8ARRAYOID};
+	Datum		values[3];
 	uint64		removed;
-	bool		isnull;
+	TimestampTz mark;
 
 	if (TIMESTAMP_NOT_FINITE(clock->watermark))
 		return 0;
@@ -673,20 +511,8 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = TimestampTzGetDatum(horizon);
 	/* the marks below the horizon, on (stream, min_event_time); the newest */
-	sw_spi_exec("SELECT s.offsets, s.watermark FROM (SELECT m.offsets, m.watermark"
-				" FROM streamwm.retention_mark m"
-				" WHERE m.stream OPERATOR(pg_catalog.=) $1"
-				" AND m.min_event_time OPERATOR(pg_catalog.<) $2 OFFSET 0) s"
-				" ORDER BY s.watermark DESC LIMIT 1",
-				2, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
-	{
-		SPI_freetuptable(SPI_tuptable);
+	if (!sw_catalog_newest_mark_below(relid, horizon, &values[2], &mark))
 		return 0;
-	}
-	values[2] = datumCopy(sw_spi_getdatum(0, 1, &isnull), false, -1);
-	values[3] = sw_spi_getdatum(0, 2, &isnull);
-	SPI_freetuptable(SPI_tuptable);
 
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
 	/*
@@ -713,20 +539,9 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
 						3, types, values);
 	sw_leave_role(&rcx);
 	removed = SPI_processed;
-	sw_spi_exec("DELETE FROM streamwm.retention_mark"
-				" WHERE stream OPERATOR(pg_catalog.=) $1"
-				" AND watermark OPERATOR(pg_catalog.<) $4",
-				4, types, values, NULL, SPI_OK_DELETE);
-	sw_spi_exec("UPDATE streamwm.retention_mark SET min_event_time = $2"
-				" WHERE stream OPERATOR(pg_catalog.=) $1"
-				" AND watermark OPERATOR(pg_catalog.=) $4"
-				" AND min_event_time OPERATOR(pg_catalog.<) $2",
-				4, types, values, NULL, SPI_OK_UPDATE);
+	sw_catalog_consume_marks(relid, horizon, values[2], mark);
 	if (removed > 0)
-		sw_spi_exec("UPDATE streamwm.stream_def"
-					" SET retained_from = GREATEST(retained_from, $2)"
-					" WHERE stream OPERATOR(pg_catalog.=) $1",
-					2, types, values, NULL, SPI_OK_UPDATE);
+		sw_catalog_set_retained_from(relid, horizon);
 	return removed;
 }
 
@@ -739,19 +554,12 @@ apply_retention(Oid relid, Oid owner, const char *relname, const SwStreamClock *
 				int64 retention_us, TimestampTz needed, TimestampTz now)
 {
 	uint64		removed;
-	Oid			types[2] = {OIDOID, INT8OID};
-	Datum		values[2];
 
 	removed = expire_late_rows(relid, owner, relname, retention_us, now);
 	removed += expire_rows(relid, owner, relname, clock, retention_us, needed);
 	if (removed == 0)
 		return;
-	values[0] = ObjectIdGetDatum(relid);
-	values[1] = Int64GetDatum((int64) removed);
-	sw_spi_exec("UPDATE streamwm.stream_def"
-				" SET expired_rows = expired_rows OPERATOR(pg_catalog.+) $2"
-				" WHERE stream OPERATOR(pg_catalog.=) $1",
-				2, types, values, NULL, SPI_OK_UPDATE);
+	sw_catalog_count_expired(relid, (int64) removed);
 }
 
 /*
@@ -786,7 +594,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 
 	/* streamwm's own statements run as the catalog's owner, user SQL as its owner */
 	sw_enter_catalog(&ccx);
-	if (!load_stream(relid, from_worker, &clock, &retention_us))
+	if (!sw_catalog_lock_stream(relid, from_worker, &clock, &retention_us))
 	{
 		sw_leave_role(&ccx);
 		return -1;
@@ -847,22 +655,7 @@ streamwm_process(PG_FUNCTION_ARGS)
 		streams = list_make1_oid(PG_GETARG_OID(0));
 	}
 	else
-	{
-		SwRoleContext cx;
-
-		sw_enter_catalog(&cx);
-		sw_spi_exec("SELECT stream, owner FROM streamwm.stream_def ORDER BY stream::pg_catalog.oid",
-					0, NULL, NULL, NULL, SPI_OK_SELECT);
-		sw_leave_role(&cx);
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			bool		isnull;
-
-			if (sw_may_manage(DatumGetObjectId(sw_spi_getdatum(i, 2, &isnull))))
-				streams = lappend_oid(streams,
-									  DatumGetObjectId(sw_spi_getdatum(i, 1, &isnull)));
-		}
-	}
+		streams = sw_catalog_managed_streams();
 	foreach(lc, streams)
 		(void) sw_process_stream(lfirst_oid(lc), now, false, 0);
 	SPI_finish();

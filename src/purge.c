@@ -34,9 +34,11 @@
  * transition table.
  *
  * The catalog is read and written as its owner (sw_enter_catalog), with
- * the latest snapshot rather than the transaction's: under REPEATABLE
- * READ, the row a step committed after the transaction began is the one to
- * lock and add to.
+ * the latest snapshot rather than the transaction's (sw_spi_exec_latest):
+ * under REPEATABLE READ, the row a step committed after the transaction
+ * began is the one to lock and add to.  Those statements are in catalog.c
+ * (sw_catalog_lock_stream_row, sw_catalog_record_purge,
+ * sw_catalog_purge_positions).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -48,7 +50,6 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
-#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -61,84 +62,6 @@ PG_FUNCTION_INFO_V1(streamwm_stream_purge);
 
 /* the stream whose retention DELETE is running in this backend, if any */
 static Oid	retention_relid = InvalidOid;
-
-/*
- * Run one of our statements with the latest snapshot (see the file
- * header).  The caller is connected to SPI.
- */
-static void
-purge_exec(const char *sql, int nargs, Oid *types, Datum *values, int expected)
-{
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
-	int			rc;
-
-	if (plan == NULL)
-		elog(ERROR, "streamwm: preparing \"%s\" failed: %s",
-			 sql, SPI_result_code_string(SPI_result));
-	rc = SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(),
-							  InvalidSnapshot, false, true, 0);
-	if (rc != expected)
-		elog(ERROR, "streamwm: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
-	SPI_freeplan(plan);
-}
-
-/*
- * Lock the stream's catalog row as a step does, waiting for a step that
- * holds it.  Returns false if relid is not a stream.  As the catalog's
- * owner; the caller is connected to SPI.
- */
-static bool
-lock_stream_row(Oid relid)
-{
-	SwRoleContext cx;
-	Oid			types[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	bool		found;
-
-	sw_enter_catalog(&cx);
-	purge_exec("SELECT 1 FROM streamwm.stream_def WHERE stream = $1 FOR NO KEY UPDATE",
-			   1, types, values, SPI_OK_SELECT);
-	found = SPI_processed == 1;
-	sw_leave_role(&cx);
-	return found;
-}
-
-/*
- * Add 'unread' to purged_rows and move retained_from to just after
- * 'newest' (SQL NULL when isnull: no row left a window).  As the catalog's
- * owner; the caller is connected to SPI.
- */
-static void
-record_purge(Oid relid, int64 unread, TimestampTz newest, bool isnull)
-{
-	SwRoleContext cx;
-	Oid			types[3] = {OIDOID, INT8OID, TIMESTAMPTZOID};
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', isnull ? 'n' : ' '};
-	SPIPlanPtr	plan;
-	int			rc;
-	const char *sql = "UPDATE streamwm.stream_def"
-		" SET purged_rows = purged_rows + $2,"
-		" retained_from = GREATEST(retained_from, $3 + interval '1 microsecond')"
-		" WHERE stream = $1";
-
-	if (unread == 0 && isnull)
-		return;
-	values[0] = ObjectIdGetDatum(relid);
-	values[1] = Int64GetDatum(unread);
-	values[2] = TimestampTzGetDatum(newest);
-	sw_enter_catalog(&cx);
-	plan = SPI_prepare(sql, 3, types);
-	if (plan == NULL)
-		elog(ERROR, "streamwm: preparing \"%s\" failed: %s",
-			 sql, SPI_result_code_string(SPI_result));
-	rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
-							  InvalidSnapshot, false, true, 0);
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "streamwm: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
-	SPI_freeplan(plan);
-	sw_leave_role(&cx);
-}
 
 /*
  * streamwm._stream_purge(): the sw_purge_start (BEFORE) and sw_purge
@@ -175,7 +98,7 @@ streamwm_stream_purge(PG_FUNCTION_ARGS)
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
-		(void) lock_stream_row(relid);
+		(void) sw_catalog_lock_stream_row(relid);
 		SPI_finish();
 		return PointerGetDatum(NULL);
 	}
@@ -192,14 +115,14 @@ streamwm_stream_purge(PG_FUNCTION_ARGS)
 	if (SPI_register_trigger_data(trigdata) != SPI_OK_TD_REGISTER)
 		elog(ERROR, "streamwm: registering the transition table failed");
 	/* normally taken by sw_purge_start already */
-	if (!lock_stream_row(relid))
+	if (!sw_catalog_lock_stream_row(relid))
 	{
 		SPI_finish();
 		return PointerGetDatum(NULL);
 	}
 	values[0] = ObjectIdGetDatum(relid);
 	sw_enter_catalog(&cx);
-	purge_exec("SELECT count(*) FILTER (WHERE o.sw_offset > coalesce(p.processed_offset, 0)),"
+	sw_spi_exec_latest("SELECT count(*) FILTER (WHERE o.sw_offset > coalesce(p.processed_offset, 0)),"
 			   " max(o.sw_event_time) FILTER ("
 			   "  WHERE o.sw_offset > coalesce(p.processed_offset, 0)"
 			   "  OR NOT EXISTS (SELECT 1 FROM streamwm.late_event_log l"
@@ -207,11 +130,11 @@ streamwm_stream_purge(PG_FUNCTION_ARGS)
 			   "   AND l.sw_offset = o.sw_offset))"
 			   " FROM sw_purged o LEFT JOIN streamwm.partition_state p"
 			   " ON p.stream = $1 AND p.partition = o.sw_partition",
-			   1, types, values, SPI_OK_SELECT);
+			   1, types, values, NULL, SPI_OK_SELECT);
 	unread = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
 	newest = DatumGetTimestampTz(sw_spi_getdatum(0, 2, &newest_null));
 	sw_leave_role(&cx);
-	record_purge(relid, unread, newest, newest_null);
+	sw_catalog_record_purge(relid, unread, newest, newest_null);
 	SPI_finish();
 	return PointerGetDatum(NULL);
 }
@@ -234,7 +157,6 @@ sw_purge_truncate(Relation rel)
 	Oid			types[3] = {OIDOID, INT8ARRAYOID, TIMESTAMPTZOID};
 	Datum		values[3];
 	bool		isnull;
-	bool		wm_null;
 	bool		newest_null = true;
 	int64		unread;
 	TimestampTz newest = 0;
@@ -244,7 +166,7 @@ sw_purge_truncate(Relation rel)
 	sw_check_stream_columns(rel, &cols);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (!lock_stream_row(relid))
+	if (!sw_catalog_lock_stream_row(relid))
 	{
 		SPI_finish();
 		return;
@@ -252,19 +174,7 @@ sw_purge_truncate(Relation rel)
 
 	/* the processed offset of every partition, in partition order */
 	values[0] = ObjectIdGetDatum(relid);
-	sw_enter_catalog(&cx);
-	purge_exec("SELECT pg_catalog.array_agg(coalesce(p.processed_offset, 0) ORDER BY g.n),"
-			   " pg_catalog.min(d.watermark)"
-			   " FROM streamwm.stream_def d"
-			   " CROSS JOIN LATERAL pg_catalog.generate_series(0, d.partitions - 1) g(n)"
-			   " LEFT JOIN streamwm.partition_state p"
-			   "  ON p.stream = d.stream AND p.partition = g.n"
-			   " WHERE d.stream = $1",
-			   1, types, values, SPI_OK_SELECT);
-	values[1] = sw_spi_getdatum(0, 1, &isnull);
-	values[2] = sw_spi_getdatum(0, 2, &wm_null);
-	sw_leave_role(&cx);
-	if (isnull || wm_null)
+	if (!sw_catalog_purge_positions(relid, &values[1], &values[2]))
 		elog(ERROR, "streamwm: stream %s has no partitions", relname);
 
 	/*
@@ -273,7 +183,7 @@ sw_purge_truncate(Relation rel)
 	 * never be read, so it counts too.
 	 */
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &cx);
-	purge_exec(psprintf("SELECT (SELECT count(*)"
+	sw_spi_exec_latest(psprintf("SELECT (SELECT count(*)"
 						"  FROM pg_catalog.unnest($2::int8[]) WITH ORDINALITY AS p(done, n)"
 						"  CROSS JOIN LATERAL (SELECT 1 FROM ONLY %s t"
 						"   WHERE t.sw_partition = (p.n - 1)::int4 AND t.sw_offset > p.done) s)"
@@ -281,7 +191,7 @@ sw_purge_truncate(Relation rel)
 						"  WHERE t.sw_partition < 0"
 						"  OR t.sw_partition >= pg_catalog.cardinality($2::int8[]))",
 						relname, relname),
-			   2, types, values, SPI_OK_SELECT);
+			   2, types, values, NULL, SPI_OK_SELECT);
 	sw_check_result_types(SPI_tuptable->tupdesc, count_type, 1, relname);
 	unread = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
 
@@ -293,13 +203,13 @@ sw_purge_truncate(Relation rel)
 	 */
 	for (int pass = 0; pass < 2 && newest_null; pass++)
 	{
-		purge_exec(psprintf("SELECT pg_catalog.max(t.sw_event_time) FROM ONLY %s t"
+		sw_spi_exec_latest(psprintf("SELECT pg_catalog.max(t.sw_event_time) FROM ONLY %s t"
 							" WHERE (t.sw_offset > coalesce(($2::int8[])[t.sw_partition + 1], 0)"
 							" OR NOT EXISTS (SELECT 1 FROM streamwm.late_event_log l"
 							"  WHERE l.stream = $1 AND l.partition = t.sw_partition"
 							"  AND l.sw_offset = t.sw_offset))%s",
 							relname, pass == 0 ? " AND t.sw_event_time >= $3" : ""),
-				   pass == 0 ? 3 : 2, types, values, SPI_OK_SELECT);
+				   pass == 0 ? 3 : 2, types, values, NULL, SPI_OK_SELECT);
 		sw_check_result_types(SPI_tuptable->tupdesc, newest_type, 1, relname);
 		newest = DatumGetTimestampTz(sw_spi_getdatum(0, 1, &newest_null));
 		/* with W at -infinity the first pass read everything */
@@ -308,7 +218,7 @@ sw_purge_truncate(Relation rel)
 	}
 	sw_leave_role(&cx);
 
-	record_purge(relid, unread, newest, newest_null);
+	sw_catalog_record_purge(relid, unread, newest, newest_null);
 	SPI_finish();
 }
 

@@ -685,7 +685,7 @@ load_managed_query(const char *name)
 	SwQueryDef *def;
 
 	sw_enter_catalog(&cx);
-	def = sw_load_query(name);
+	def = sw_catalog_load_query(name);
 	sw_leave_role(&cx);
 	if (def == NULL)
 		ereport(ERROR,
@@ -723,53 +723,6 @@ streamwm_window_sql(PG_FUNCTION_ARGS)
 	sw_leave_role(&cx);
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(sql));
-}
-
-/* Load one query's definition; NULL when there is none. */
-SwQueryDef *
-sw_load_query(const char *name)
-{
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
-	SwQueryDef *def;
-	bool		isnull;
-	Datum		d;
-
-	values[0] = CStringGetTextDatum(name);
-	sw_spi_exec("SELECT stream, query, hop, size,"
-				" coalesce((SELECT c.oid FROM pg_catalog.pg_class c WHERE c.oid = result_table),"
-				" (SELECT c.oid FROM pg_catalog.pg_class c"
-				"   WHERE c.oid = pg_catalog.to_regclass(result_name) AND c.relowner = owner),"
-				" 0::pg_catalog.oid),"
-				" start_offset, search_path, owner, closed_until, errors,"
-				" coalesce(last_error_time, '-infinity'), result_name, plan,"
-				" coalesce((SELECT c.oid FROM pg_catalog.pg_class c WHERE c.oid = pane_table),"
-				" 0::pg_catalog.oid), pane_stamp, folded_offsets"
-				" FROM streamwm.query_def WHERE name = $1",
-				1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		return NULL;
-	def = palloc0(sizeof(SwQueryDef));
-	def->name = pstrdup(name);
-	def->stream = DatumGetObjectId(sw_spi_getdatum(0, 1, &isnull));
-	def->query = TextDatumGetCString(sw_spi_getdatum(0, 2, &isnull));
-	def->hop_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 3, &isnull)));
-	def->size_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 4, &isnull)));
-	def->result_table = DatumGetObjectId(sw_spi_getdatum(0, 5, &isnull));
-	def->start_offset = DatumGetInt64(sw_spi_getdatum(0, 6, &isnull));
-	def->search_path = TextDatumGetCString(sw_spi_getdatum(0, 7, &isnull));
-	def->owner = DatumGetObjectId(sw_spi_getdatum(0, 8, &isnull));
-	def->closed_until = DatumGetTimestampTz(sw_spi_getdatum(0, 9, &isnull));
-	def->errors = DatumGetInt64(sw_spi_getdatum(0, 10, &isnull));
-	def->last_error_time = DatumGetTimestampTz(sw_spi_getdatum(0, 11, &isnull));
-	def->result_name = TextDatumGetCString(sw_spi_getdatum(0, 12, &isnull));
-	def->pane = strcmp(TextDatumGetCString(sw_spi_getdatum(0, 13, &isnull)), "pane") == 0;
-	def->pane_table = DatumGetObjectId(sw_spi_getdatum(0, 14, &isnull));
-	d = sw_spi_getdatum(0, 15, &isnull);
-	def->pane_stamp = isnull ? NULL : TextDatumGetCString(d);
-	d = sw_spi_getdatum(0, 16, &isnull);
-	def->folded_offsets = isnull ? (Datum) 0 : SPI_datumTransfer(d, false, -1);
-	return def;
 }
 
 /*

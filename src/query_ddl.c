@@ -59,7 +59,6 @@
 #include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
 #include "storage/proc.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -70,15 +69,6 @@
 #include "query_ddl.h"
 
 PG_FUNCTION_INFO_V1(streamwm_guard_ddl_end);
-
-/* One row of streamwm.query_def, as much as is needed here. */
-typedef struct StoredQuery
-{
-	char	   *name;
-	Oid			owner;
-	Oid			stream;
-	char	   *query;			/* bound text */
-} StoredQuery;
 
 /* A query to deparse again when the command that renames ends. */
 typedef struct PendingRebind
@@ -111,7 +101,7 @@ is_readable_objtype(ObjectType t)
 
 /* "stream", "table", "view", ... for messages */
 static const char *
-relation_kind(Oid relid, const StoredQuery *sq)
+relation_kind(Oid relid, const SwStoredQuery *sq)
 {
 	if (sq != NULL && relid == sq->stream)
 		return "stream";
@@ -129,66 +119,13 @@ relation_kind(Oid relid, const StoredQuery *sq)
 }
 
 /*
- * The queries whose reads include one of relids or a relation in namespace
- * nspid (when valid), and those whose reads are not known (NULL); read as
- * the catalog's owner, so row-level security hides no query.  Copied into
- * the caller's memory context.
- */
-static List *
-queries_reading(List *relids, Oid nspid)
-{
-	MemoryContext outer = CurrentMemoryContext;
-	Oid			types[2] = {REGCLASSARRAYOID, OIDOID};
-	Datum		values[2];
-	Datum	   *d;
-	int			n = 0;
-	ListCell   *lc;
-	SwRoleContext cx;
-	List	   *result = NIL;
-
-	d = palloc(sizeof(Datum) * Max(list_length(relids), 1));
-	foreach(lc, relids)
-		d[n++] = ObjectIdGetDatum(lfirst_oid(lc));
-	values[0] = PointerGetDatum(construct_array(d, n, REGCLASSOID, sizeof(Oid),
-												true, TYPALIGN_INT));
-	values[1] = ObjectIdGetDatum(nspid);
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	sw_enter_catalog(&cx);
-	sw_spi_exec("SELECT q.name, q.owner, q.stream, q.query FROM streamwm.query_def q"
-				" WHERE q.reads IS NULL OR q.reads OPERATOR(pg_catalog.&&) $1"
-				" OR EXISTS (SELECT 1 FROM pg_catalog.pg_class c"
-				"   WHERE c.oid OPERATOR(pg_catalog.=) ANY (q.reads::pg_catalog.oid[])"
-				"     AND c.relnamespace OPERATOR(pg_catalog.=) $2)"
-				" ORDER BY q.name",
-				2, types, values, NULL, SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		MemoryContext spi = MemoryContextSwitchTo(outer);
-		StoredQuery *sq = palloc(sizeof(StoredQuery));
-		bool		isnull;
-
-		sq->name = TextDatumGetCString(sw_spi_getdatum(i, 1, &isnull));
-		sq->owner = DatumGetObjectId(sw_spi_getdatum(i, 2, &isnull));
-		sq->stream = DatumGetObjectId(sw_spi_getdatum(i, 3, &isnull));
-		sq->query = TextDatumGetCString(sw_spi_getdatum(i, 4, &isnull));
-		result = lappend(result, sq);
-		MemoryContextSwitchTo(spi);
-	}
-	sw_leave_role(&cx);
-	SPI_finish();
-	return result;
-}
-
-/*
  * A stored query analyzed again, as its owner, with names resolved as a
  * step resolves them; the tree is allocated in cxt.  NULL if it no longer
  * analyzes (with the error in *error): such a query is broken already, and
  * must not block the DDL.  A cancel is not swallowed.
  */
 static Query *
-analyze_stored(const StoredQuery *sq, MemoryContext cxt, ErrorData **error)
+analyze_stored(const SwStoredQuery *sq, MemoryContext cxt, ErrorData **error)
 {
 	MemoryContext old = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
@@ -365,7 +302,7 @@ check_alter_table(AlterTableStmt *stmt)
 		ch->attnum = get_attnum(relid, ch->column);
 	}
 
-	queries = queries_reading(list_make1_oid(relid), InvalidOid);
+	queries = sw_catalog_queries_reading(list_make1_oid(relid), InvalidOid);
 	if (queries == NIL)
 		return;
 	cxt = drops ? pending_context() : CurrentMemoryContext;
@@ -380,13 +317,13 @@ check_alter_table(AlterTableStmt *stmt)
 	{
 		ColumnChange *ch = lfirst(lc);
 		List	   *users = NIL;
-		StoredQuery *first = NULL;
+		SwStoredQuery *first = NULL;
 
 		if (ch->attnum <= 0)
 			continue;			/* no such column: PostgreSQL says so */
 		forboth(lc2, queries, lc3, trees)
 		{
-			StoredQuery *sq = lfirst(lc2);
+			SwStoredQuery *sq = lfirst(lc2);
 			Query	   *tree = lfirst(lc3);
 
 			if (tree != NULL && query_uses_column(tree, relid, ch->attnum))
@@ -413,7 +350,7 @@ check_alter_table(AlterTableStmt *stmt)
 		forboth(lc, queries, lc2, trees)
 		{
 			if (lfirst(lc2) != NULL)
-				add_pending((Node *) stmt, ((StoredQuery *) lfirst(lc))->name,
+				add_pending((Node *) stmt, ((SwStoredQuery *) lfirst(lc))->name,
 							lfirst(lc2));
 		}
 	}
@@ -442,7 +379,7 @@ check_drop(DropStmt *stmt)
 	}
 	if (relids == NIL)
 		return;
-	queries = queries_reading(relids, InvalidOid);
+	queries = sw_catalog_queries_reading(relids, InvalidOid);
 	foreach(lc, relids)
 	{
 		Oid			relid = lfirst_oid(lc);
@@ -451,7 +388,7 @@ check_drop(DropStmt *stmt)
 
 		foreach(lc2, queries)
 		{
-			StoredQuery *sq = lfirst(lc2);
+			SwStoredQuery *sq = lfirst(lc2);
 			ErrorData  *error;
 			Query	   *tree;
 
@@ -496,9 +433,9 @@ check_drop_schema(DropStmt *stmt)
 		Oid			nspid = lfirst_oid(lc);
 		ListCell   *lc2;
 
-		foreach(lc2, queries_reading(NIL, nspid))
+		foreach(lc2, sw_catalog_queries_reading(NIL, nspid))
 		{
-			StoredQuery *sq = lfirst(lc2);
+			SwStoredQuery *sq = lfirst(lc2);
 			ErrorData  *error;
 			Query	   *tree;
 			ListCell   *lc3;
@@ -530,12 +467,12 @@ check_drop_schema(DropStmt *stmt)
 static void
 keep_for_rebind(Node *command, List *relids, Oid nspid)
 {
-	List	   *queries = queries_reading(relids, nspid);
+	List	   *queries = sw_catalog_queries_reading(relids, nspid);
 	ListCell   *lc;
 
 	foreach(lc, queries)
 	{
-		StoredQuery *sq = lfirst(lc);
+		SwStoredQuery *sq = lfirst(lc);
 		ErrorData  *error;
 		Query	   *tree = analyze_stored(sq, pending_context(), &error);
 
@@ -655,17 +592,9 @@ streamwm_guard_ddl_end(PG_FUNCTION_ARGS)
 	foreach(lc, mine)
 	{
 		PendingRebind *p = lfirst(lc);
-		Oid			types[3] = {TEXTOID, TEXTOID, REGCLASSARRAYOID};
-		Datum		values[3];
-		SwRoleContext cx;
 
-		values[0] = CStringGetTextDatum(p->name);
-		values[1] = CStringGetTextDatum(sw_deparse_query(p->tree));
-		values[2] = sw_query_reads(p->tree);
-		sw_enter_catalog(&cx);
-		sw_spi_exec("UPDATE streamwm.query_def SET query = $2, reads = $3 WHERE name = $1",
-					3, types, values, NULL, SPI_OK_UPDATE);
-		sw_leave_role(&cx);
+		sw_catalog_rebind_query(p->name, sw_deparse_query(p->tree),
+								sw_query_reads(p->tree));
 	}
 	SPI_finish();
 	PG_RETURN_VOID();

@@ -4,9 +4,10 @@
  *	  idle partitions, the stream watermark W and lateness.
  *
  * This file is pure computation: no SPI, no catalog access.  process.c loads
- * an SwStreamClock from streamwm.stream_def / streamwm.partition_state, feeds
- * it every event of a step in processing order, and stores it back in the
- * same transaction that upserts the results.  Keeping the rule here, apart
+ * an SwStreamClock from streamwm.stream_def / streamwm.partition_state
+ * (sw_catalog_lock_stream), feeds it every event of a step in processing
+ * order, and stores it back (sw_catalog_store_step) in the same transaction
+ * that upserts the results.  Keeping the rule here, apart
  * from I/O, is what makes the results independent of batching: the state
  * after a sequence of events is the same whether it was fed in one step or
  * in many.

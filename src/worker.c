@@ -494,6 +494,8 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 	StreamSchedule *entry;
 	bool		present;
 	List	   *crashed = NIL;
+	List	   *streams;
+	ListCell   *lc;
 
 	worker_start_transaction("streamwm: reading streams");
 
@@ -508,20 +510,15 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 		Oid			nsp = get_namespace_oid("streamwm", true);
 
 		schedule_relid = OidIsValid(nsp) ? get_relname_relid("stream_def", nsp) : InvalidOid;
-		sw_spi_exec("SELECT stream, (extract(epoch FROM granularity) * 1000000)::int8,"
-					" step_started IS NOT NULL, step_crashes"
-					" FROM streamwm.stream_def", 0, NULL, NULL, NULL,
-					SPI_OK_SELECT);
+		streams = sw_catalog_schedule();
 		hash_seq_init(&status, schedule);
 		while ((entry = hash_seq_search(&status)) != NULL)
 			entry->seen = false;
-		for (uint64 i = 0; i < SPI_processed; i++)
+		foreach(lc, streams)
 		{
-			bool		isnull;
-			Oid			relid = DatumGetObjectId(sw_spi_getdatum(i, 1, &isnull));
+			SwScheduledStream *s = lfirst(lc);
+			Oid			relid = s->stream;
 			bool		found;
-
-			Datum		granularity = sw_spi_getdatum(i, 2, &isnull);
 
 			entry = hash_search(schedule, &relid, HASH_ENTER, &found);
 			if (!found)
@@ -530,8 +527,8 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 				entry->failures = 0;
 				entry->held_logged = DT_NOBEGIN;
 			}
-			entry->granularity_us = isnull ? USECS_PER_SEC :
-				Max(DatumGetInt64(granularity), 1);
+			entry->granularity_us = s->granularity_null ? USECS_PER_SEC :
+				Max(s->granularity_us, 1);
 			entry->seen = true;
 
 			/*
@@ -541,9 +538,9 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 			 * not run that stream first again: back it off, longer each time
 			 * in a row, so the other streams go on.
 			 */
-			if (!schedule_read_once && DatumGetBool(sw_spi_getdatum(i, 3, &isnull)))
+			if (!schedule_read_once && s->step_started)
 			{
-				int			crashes = DatumGetInt32(sw_spi_getdatum(i, 4, &isnull)) + 1;
+				int			crashes = s->step_crashes + 1;
 
 				entry->next_due = now + Min(SW_MAX_BACKOFF_MS * INT64CONST(1000),
 											entry->granularity_us << Min(crashes, 16));
@@ -561,57 +558,11 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 				(void) hash_search(schedule, &entry->stream, HASH_REMOVE, NULL);
 		}
 		if (crashed != NIL)
-		{
-			Oid			types[1] = {OIDARRAYOID};
-			Datum		values[1];
-			Datum	   *oids = palloc(list_length(crashed) * sizeof(Datum));
-			ListCell   *lc;
-			int			n = 0;
-
-			foreach(lc, crashed)
-				oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
-			values[0] = PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true,
-														TYPALIGN_INT));
-			sw_spi_exec("UPDATE streamwm.stream_def SET step_started = NULL,"
-						" step_crashes = step_crashes + 1"
-						" WHERE stream IN (SELECT d.stream FROM streamwm.stream_def d"
-						" WHERE d.stream::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
-						" FOR NO KEY UPDATE SKIP LOCKED)",
-						1, types, values, NULL, SPI_OK_UPDATE);
-		}
+			sw_catalog_steps_crashed(crashed);
 		schedule_read_once = true;
 	}
 	worker_commit();
 	return present;
-}
-
-/*
- * The process holding a stream's catalog row, as far as we can tell: the
- * backend whose transaction (or subtransaction) id is the row's xmax.  0
- * when it cannot be found (e.g. the lock is a multixact).
- */
-static int
-stream_holder_pid(Oid relid)
-{
-	Oid			types[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	bool		isnull;
-	int			pid = 0;
-
-	sw_spi_exec("SELECT l.pid FROM pg_catalog.pg_locks l, streamwm.stream_def d"
-				" WHERE d.stream OPERATOR(pg_catalog.=) $1"
-				" AND l.locktype OPERATOR(pg_catalog.=) 'transactionid'"
-				" AND l.mode OPERATOR(pg_catalog.=) 'ExclusiveLock' AND l.granted"
-				" AND l.transactionid OPERATOR(pg_catalog.=) d.xmax LIMIT 1",
-				1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 1)
-	{
-		Datum		d = sw_spi_getdatum(0, 1, &isnull);
-
-		if (!isnull)
-			pid = DatumGetInt32(d);
-	}
-	return pid;
 }
 
 /*
@@ -630,7 +581,7 @@ report_held_stream(Oid relid, const char *name, StreamSchedule *entry)
 		return;
 	if (entry != NULL)
 		entry->held_logged = now;
-	pid = stream_holder_pid(relid);
+	pid = sw_catalog_stream_holder_pid(relid);
 	ereport(LOG,
 			(errmsg("streamwm worker skipped stream \"%s\": another step holds it",
 					name ? name : "?"),
@@ -682,15 +633,7 @@ tick_stream(Oid relid, StreamSchedule *entry)
 	worker_start_transaction("streamwm: marking a step");
 	(void) set_config_option("synchronous_commit", "off",
 							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
-	{
-		Oid			types[1] = {OIDOID};
-		Datum		values[1] = {ObjectIdGetDatum(relid)};
-
-		sw_spi_exec("UPDATE streamwm.stream_def SET step_started = pg_catalog.clock_timestamp()"
-					" WHERE stream IN (SELECT d.stream FROM streamwm.stream_def d"
-					" WHERE d.stream OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE SKIP LOCKED)",
-					1, types, values, NULL, SPI_OK_UPDATE);
-	}
+	sw_catalog_mark_step_started(relid);
 	worker_commit();
 
 	worker_start_transaction("streamwm: processing a stream");
