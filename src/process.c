@@ -6,7 +6,7 @@
  *
  * A step, all in the caller's transaction:
  *
- *	 1. lock the stream's row in streamwm.stream_def (FOR UPDATE): steps on
+ *	 1. lock the stream's row in streamwm.stream_def (FOR NO KEY UPDATE): steps on
  *		one stream are serialised, and drop_stream/drop_query take the same
  *		lock first, so they cannot deadlock with a step;
  *	 2. read the committed rows after each partition's processed offset, in
