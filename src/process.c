@@ -57,6 +57,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
@@ -202,6 +203,15 @@ read_batch(Oid relid, Oid owner, const char *relname, SwStreamClock *clock,
 	values[0] = processed_offsets(clock);
 	values[1] = Int64GetDatum(limit);
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
+
+	/*
+	 * The batch is put in offset order by a sort of up to batch_size rows:
+	 * let it sort in memory (about 100 bytes a row) rather than spill, for
+	 * this statement only.
+	 */
+	if ((int64) work_mem < limit / 10)
+		(void) set_config_option("work_mem", psprintf(INT64_FORMAT, Min(limit / 10, MAX_KILOBYTES)),
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	/* the owner's policies run in it: bounded like a query (limit.c) */
 	sw_spi_exec_bounded(psprintf("reading stream %s", relname),
 						sql, 2, types, values, NULL, SPI_OK_SELECT);

@@ -16,7 +16,9 @@
  * A database worker processes each stream every watermark_granularity of
  * that stream: one transaction per stream and tick, running exactly
  * sw_process_stream(), as streamwm.process() does, with the wall clock as
- * 'now' and at most streamwm.batch_size rows per tick.  A step that another
+ * 'now' and at most streamwm.batch_size rows per tick; a tick that read a
+ * full batch (rows are waiting) makes the stream due again at once, so a
+ * backlog drains at full speed, each backlogged stream in turn.  A step that another
  * step holds (a user's process() call) is skipped, not waited for.  Window
  * queries run as their owners (process.c); an error in one query is
  * recorded in streamwm.queries.last_error and retried with exponential
@@ -620,10 +622,11 @@ take_worker_lock(Oid dboid)
  * 'entry' is the stream's schedule entry, for report_held_stream().
  */
 static bool
-tick_stream(Oid relid, StreamSchedule *entry)
+tick_stream(Oid relid, StreamSchedule *entry, bool *backlog)
 {
 	char	   *name;
 	bool		ticked = false;
+	int64		events;
 
 	/*
 	 * Mark the step as started, committed on its own, so that if this
@@ -642,8 +645,11 @@ tick_stream(Oid relid, StreamSchedule *entry)
 		name = get_rel_name(relid);
 		pgstat_report_activity(STATE_RUNNING,
 							   psprintf("streamwm: processing stream %s", name ? name : "?"));
-		if (sw_process_stream(relid, GetCurrentTimestamp(), true, sw_batch_size) < 0)
+		events = sw_process_stream(relid, GetCurrentTimestamp(), true, sw_batch_size);
+		if (events < 0)
 			report_held_stream(relid, name, entry);
+		/* a full batch: rows are waiting, step again as soon as the others had theirs */
+		*backlog = events >= sw_batch_size;
 		ticked = true;
 	}
 	worker_commit();
@@ -738,6 +744,7 @@ streamwm_worker_main(Datum arg)
 				MemoryContext cxt = CurrentMemoryContext;
 				bool		ticked = false;
 				bool		failed = false;
+				bool		backlog = false;
 
 				CHECK_FOR_INTERRUPTS();
 				if (schedule_stale)
@@ -745,7 +752,8 @@ streamwm_worker_main(Datum arg)
 				PG_TRY();
 				{
 					ticked = tick_stream(relid,
-										 hash_search(schedule, &relid, HASH_FIND, NULL));
+										 hash_search(schedule, &relid, HASH_FIND, NULL),
+										 &backlog);
 				}
 				PG_CATCH();
 				{
@@ -795,6 +803,12 @@ streamwm_worker_main(Datum arg)
 				}
 				else if (!ticked)
 					break;		/* stale: still due after the schedule is read */
+				else if (backlog)
+				{
+					/* drain a backlog at full speed, not a batch per granularity */
+					entry->failures = 0;
+					entry->next_due = GetCurrentTimestamp();
+				}
 				else
 				{
 					entry->failures = 0;
