@@ -80,7 +80,9 @@ cl="$here/cluster.sh"; [ -f "$cl" ] || cl="$here/../test/cluster.sh"
 dir=$(mktemp -d /tmp/streamwm-nexmark.XXXXXX)
 chmod 755 "$dir"
 trap 'cluster_stop "$dir"; rm -rf "$dir"' EXIT
-settings=("shared_buffers = '512MB'" "max_wal_size = '4GB'" "synchronous_commit = off" "autovacuum = off")
+# streamwm.query_timeout = 0: one process() over millions of rows may take
+# longer than the default 30 s a query gets per step
+settings=("shared_buffers = '512MB'" "max_wal_size = '4GB'" "synchronous_commit = off" "autovacuum = off" "streamwm.query_timeout = 0")
 cluster_start "$dir" "${settings[@]}"
 PSQL="psql -X -q -At -v ON_ERROR_STOP=1 -d postgres"
 $PSQL -c "SET client_min_messages = warning" -c "CREATE EXTENSION streamwm" 2>/dev/null
