@@ -228,6 +228,9 @@ UPDATE alice_q_panes SET sw_a2 = overlay(sw_a2 PLACING '\x80000000' FROM 37);
 RESET ROLE;
 SELECT swx_round(24, 27);
 SELECT * FROM swx_state();
+-- state that does not read back is a cache gone bad: the next step rebuilds it
+SELECT streamwm.process('alice_s', now => to_timestamp(1000));
+SELECT * FROM swx_state();
 SET ROLE regress_swx_alice;
 TRUNCATE alice_q_panes;
 RESET ROLE;

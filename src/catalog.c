@@ -1152,17 +1152,19 @@ sw_catalog_query_succeeded(const char *name, TimestampTz closed_until,
 
 /* A query's step failed: record the error (the worker backs off on it). */
 void
-sw_catalog_query_failed(const char *name, const char *message)
+sw_catalog_query_failed(const char *name, const char *message, bool drop_pane_state)
 {
-	Oid			etypes[2] = {TEXTOID, TEXTOID};
-	Datum		evalues[2];
+	Oid			etypes[3] = {TEXTOID, TEXTOID, BOOLOID};
+	Datum		evalues[3];
 
 	evalues[0] = CStringGetTextDatum(name);
 	evalues[1] = CStringGetTextDatum(message);
+	evalues[2] = BoolGetDatum(drop_pane_state);
 	sw_spi_exec("UPDATE streamwm.query_def SET last_error = $2,"
 				" last_error_time = pg_catalog.clock_timestamp(),"
-				" errors = errors + 1 WHERE name = $1",
-				2, etypes, evalues, NULL, SPI_OK_UPDATE);
+				" errors = errors + 1,"
+				" pane_stamp = CASE WHEN $3 THEN NULL ELSE pane_stamp END WHERE name = $1",
+				3, etypes, evalues, NULL, SPI_OK_UPDATE);
 }
 
 /* Load one query's definition; NULL when there is none. */

@@ -343,7 +343,13 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 				 edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
 			ReThrowError(edata);
 
-		sw_catalog_query_failed(def->name, edata->message);
+		/*
+		 * Pane state that does not read back (a state that fails its MAC or
+		 * header check) is a cache gone bad: the next step rebuilds it from
+		 * the retained rows.
+		 */
+		sw_catalog_query_failed(def->name, edata->message,
+								def->pane && edata->sqlerrcode == ERRCODE_DATA_CORRUPTED);
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
 				 timed_out ? errmsg_internal("%s", edata->message) :
