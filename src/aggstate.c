@@ -561,15 +561,27 @@ new_state(SwAggInfo *info, MemoryContext cxt)
 }
 
 /*
- * Keep what a transition or combine function returned as the state, as
- * nodeAgg.c does: a new by-reference value is copied into the group's
- * context (unless it is an expanded object already there) and the old one
- * freed.
+ * Advance the state by a transition or combine function over inputs, and
+ * keep what it returned as the state, as nodeAgg.c does: a new
+ * by-reference value is copied into the group's context (unless it is an
+ * expanded object already there) and the old one freed.
  */
 static void
-keep_value(SwAggState *st, Datum value, bool isnull, MemoryContext cxt)
+advance_state(SwAggState *st, FmgrInfo *fn, Oid collation, fmNodePtr context,
+			  const NullableDatum *inputs, int ninputs, MemoryContext cxt)
 {
 	SwAggInfo  *info = st->info;
+	LOCAL_FCINFO(inner, FUNC_MAX_ARGS);
+	Datum		value;
+	bool		isnull;
+
+	InitFunctionCallInfoData(*inner, fn, ninputs + 1, collation, context, NULL);
+	inner->args[0].value = st->value;
+	inner->args[0].isnull = st->isnull;
+	for (int i = 0; i < ninputs; i++)
+		inner->args[i + 1] = inputs[i];
+	value = FunctionCallInvoke(inner);
+	isnull = inner->isnull;
 
 	if (!info->transbyval && DatumGetPointer(value) != DatumGetPointer(st->value))
 	{
@@ -630,8 +642,6 @@ streamwm_partial_sfunc(PG_FUNCTION_ARGS)
 	MemoryContext cxt = agg_context(fcinfo);
 	int			ninputs = PG_NARGS() - 2;
 	SwAggState *st;
-	LOCAL_FCINFO(inner, FUNC_MAX_ARGS);
-	Datum		value;
 
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -664,14 +674,8 @@ streamwm_partial_sfunc(PG_FUNCTION_ARGS)
 		if (st->isnull)
 			PG_RETURN_POINTER(st);
 	}
-	InitFunctionCallInfoData(*inner, &st->info->transfn, ninputs + 1,
-							 fcinfo->fncollation, fcinfo->context, NULL);
-	inner->args[0].value = st->value;
-	inner->args[0].isnull = st->isnull;
-	for (int i = 0; i < ninputs; i++)
-		inner->args[i + 1] = fcinfo->args[i + 2];
-	value = FunctionCallInvoke(inner);
-	keep_value(st, value, inner->isnull, cxt);
+	advance_state(st, &st->info->transfn, fcinfo->fncollation, fcinfo->context,
+				  &fcinfo->args[2], ninputs, cxt);
 	PG_RETURN_POINTER(st);
 }
 
@@ -841,8 +845,7 @@ streamwm_combine_sfunc(PG_FUNCTION_ARGS)
 	Datum		input = (Datum) 0;
 	bool		input_null = PG_ARGISNULL(1);
 	Oid			collation;
-	Datum		value;
-	LOCAL_FCINFO(inner, 2);
+	NullableDatum in;
 
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
@@ -873,14 +876,9 @@ streamwm_combine_sfunc(PG_FUNCTION_ARGS)
 		st->collation = collation;
 	if (strict_step(st, &info->combinefn, input, input_null, cxt))
 		PG_RETURN_POINTER(st);
-	InitFunctionCallInfoData(*inner, &info->combinefn, 2, st->collation,
-							 fcinfo->context, NULL);
-	inner->args[0].value = st->value;
-	inner->args[0].isnull = st->isnull;
-	inner->args[1].value = input;
-	inner->args[1].isnull = input_null;
-	value = FunctionCallInvoke(inner);
-	keep_value(st, value, inner->isnull, cxt);
+	in.value = input;
+	in.isnull = input_null;
+	advance_state(st, &info->combinefn, st->collation, fcinfo->context, &in, 1, cxt);
 	PG_RETURN_POINTER(st);
 }
 
