@@ -239,13 +239,9 @@ fold_rows_query(Oid relid, int64 hop_us)
 				   " WHERE sw_r.sw_partition = (sw_o.n - 1)::pg_catalog.int4"
 				   " AND sw_r.sw_offset > GREATEST($1, coalesce(($4::pg_catalog.int8[])[sw_o.n], 0))"
 				   " AND sw_r.sw_offset <= sw_o.done) sw_s"
-				   " WHERE sw_s.sw_event_time > $3"
-				   " AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
-				   " WHERE sw_l.stream = '%u'::pg_catalog.oid"
-				   " AND sw_l.partition = sw_s.sw_partition"
-				   " AND sw_l.sw_offset = sw_s.sw_offset) OFFSET 0",
+				   " WHERE sw_s.sw_event_time > $3 AND %s OFFSET 0",
 				   sw_stream_columns_sql(relid, "sw_s"), sw_interval_literal(hop_us),
-				   sw_relation_name(relid), relid);
+				   sw_relation_name(relid), sw_not_late_sql(relid));
 	return sw_analyze_internal(sql, types, lengthof(types));
 }
 

@@ -403,13 +403,20 @@ window_rows_query(Oid relid, int64 size_us)
 	return sw_analyze_internal(psprintf("SELECT %s FROM ONLY %s sw_s WHERE sw_s.sw_offset > $1"
 										" AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
 										" AND sw_s.sw_event_time >= $3 AND sw_s.sw_event_time < $3 + %s"
-										" AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
-										" WHERE sw_l.stream = '%u'::pg_catalog.oid"
-										" AND sw_l.partition = sw_s.sw_partition"
-										" AND sw_l.sw_offset = sw_s.sw_offset) OFFSET 0",
+										" AND %s OFFSET 0",
 										sw_stream_columns_sql(relid, "sw_s"), sw_relation_name(relid),
-										sw_interval_literal(size_us), relid),
+										sw_interval_literal(size_us), sw_not_late_sql(relid)),
 							   types, lengthof(types));
+}
+
+/* The condition that the stream row sw_s is not late (not in the late log). */
+char *
+sw_not_late_sql(Oid relid)
+{
+	return psprintf("NOT EXISTS (SELECT 1 FROM streamwm.late_event_log sw_l"
+					" WHERE sw_l.stream = '%u'::pg_catalog.oid"
+					" AND sw_l.partition = sw_s.sw_partition"
+					" AND sw_l.sw_offset = sw_s.sw_offset)", relid);
 }
 
 typedef struct ReplaceStream

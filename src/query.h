@@ -43,6 +43,7 @@ extern Query *sw_analyze_window_query(const char *query);
 extern Query *sw_analyze_internal(const char *sql, const Oid *types, int ntypes);
 extern int	sw_replace_stream(Query *q, Oid relid, Query *rows);
 extern char *sw_stream_columns_sql(Oid relid, const char *alias);
+extern char *sw_not_late_sql(Oid relid);
 extern char *sw_interval_literal(int64 usec);
 extern Datum sw_query_reads(Query *q);
 
