@@ -29,25 +29,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rows=${1:-1000000}; batches=${2:-500}; runs=${3:-3}
-if [ "$(id -u)" = 0 ]; then     # PostgreSQL refuses root: run as postgres in a copy
-    tmp=$(mktemp -d); cp -r "$here" "$tmp/bench"; cp "$here/../test/cluster.sh" "$tmp/bench/"
-    chown -R postgres "$tmp"
-    runuser -u postgres -- env PG_BIN="${PG_BIN:-}" REPORT_FILE="$tmp/section.md" \
-        COMMIT="$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')" \
-        bash "$tmp/bench/ingest.sh" "$rows" "$batches" "$runs"
-    cat "$tmp/section.md" >>"$here/REPORT.md"; rm -rf "$tmp"
-    exit 0
-fi
-report=${REPORT_FILE:-$here/REPORT.md}
-cl="$here/cluster.sh"; [ -f "$cl" ] || cl="$here/../test/cluster.sh"
-. "$cl"
-dir=$(mktemp -d /tmp/streamwm-bench.XXXXXX)
-chmod 755 "$dir"
-trap 'cluster_stop "$dir"; rm -rf "$dir"' EXIT
+. "$here/common.sh"
+bench_as_postgres ingest.sh "$rows" "$batches" "$runs"
+report=$(bench_report)
 settings=("shared_buffers = '512MB'" "max_wal_size = '4GB'" "synchronous_commit = off" "autovacuum = off")
-cluster_start "$dir" "${settings[@]}"
-PSQL="psql -X -q -At -v ON_ERROR_STOP=1 -d postgres"
-$PSQL -c "SET client_min_messages = warning" -c "CREATE EXTENSION streamwm" 2>/dev/null
+bench_cluster "${settings[@]}"
 
 eps=5000
 base=$($PSQL -c "SELECT date_trunc('minute', now() - interval '1 day')")

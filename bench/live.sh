@@ -30,24 +30,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 eps=${1:-5000}; secs=${2:-60}; keys=${3:-100}; warm=${4:-70}
 general=${GENERAL:-1}
 retention=${RETENTION:-}
-if [ "$(id -u)" = 0 ]; then     # PostgreSQL refuses root: run as postgres in a copy
-    tmp=$(mktemp -d); cp -r "$here" "$tmp/bench"; cp "$here/../test/cluster.sh" "$tmp/bench/"
-    chown -R postgres "$tmp"
-    runuser -u postgres -- env PG_BIN="${PG_BIN:-}" GENERAL="$general" RETENTION="$retention" REPORT_FILE="$tmp/section.md" \
-        COMMIT="$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')" \
-        bash "$tmp/bench/live.sh" "$eps" "$secs" "$keys" "$warm"
-    cat "$tmp/section.md" >>"$here/REPORT.md"; rm -rf "$tmp"
-    exit 0
-fi
-report=${REPORT_FILE:-$here/REPORT.md}
-cl="$here/cluster.sh"; [ -f "$cl" ] || cl="$here/../test/cluster.sh"
-. "$cl"
-dir=$(mktemp -d /tmp/streamwm-bench.XXXXXX)
-trap 'cluster_stop "$dir"; rm -rf "$dir"' EXIT
+. "$here/common.sh"
+BENCH_ENV="GENERAL RETENTION" bench_as_postgres live.sh "$eps" "$secs" "$keys" "$warm"
+report=$(bench_report)
 settings=("shared_buffers = '512MB'" "max_wal_size = '4GB'" "synchronous_commit = off")
-cluster_start "$dir" "${settings[@]}"
-PSQL="psql -X -q -At -v ON_ERROR_STOP=1 -d postgres"
-$PSQL -c "SET client_min_messages = warning" -c "CREATE EXTENSION streamwm" 2>/dev/null
+bench_cluster "${settings[@]}"
 
 streams="s1 s60"; [ "$general" = 1 ] && streams="s1 s60 g1 g60"
 for s in $streams; do

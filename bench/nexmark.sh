@@ -63,29 +63,14 @@ rate=${RATE:-$(( (nbids * 50 / 46 + span - 1) / span ))}
 delay=${DELAY_MS:-1000}
 sample=${NAIVE_SAMPLE:-25}
 pgbs=${PGBENCH_S:-10}
-if [ "$(id -u)" = 0 ]; then     # PostgreSQL refuses root: run as postgres in a copy
-    tmp=$(mktemp -d); cp -r "$here" "$tmp/bench"; cp "$here/../test/cluster.sh" "$tmp/bench/"
-    mkdir "$tmp/out"; chown -R postgres "$tmp"
-    runuser -u postgres -- env PG_BIN="${PG_BIN:-}" RESULTS_DIR="$tmp/out" \
-        SPAN="$span" PROC_RUNS="$proc_runs" RATE="$rate" DELAY_MS="$delay" NAIVE_SAMPLE="$sample" PGBENCH_S="$pgbs" \
-        COMMIT="$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')" \
-        bash "$tmp/bench/nexmark.sh" "$nbids" "$irows" "$runs"
-    cp "$tmp/out/"* "$here/"; rm -rf "$tmp"
-    exit 0
-fi
-out=${RESULTS_DIR:-$here}
+. "$here/common.sh"
+BENCH_ENV="SPAN PROC_RUNS RATE DELAY_MS NAIVE_SAMPLE PGBENCH_S" bench_as_postgres nexmark.sh "$nbids" "$irows" "$runs"
+out=${BENCH_OUT:-$here}
 commit=${COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')}
-cl="$here/cluster.sh"; [ -f "$cl" ] || cl="$here/../test/cluster.sh"
-. "$cl"
-dir=$(mktemp -d /tmp/streamwm-nexmark.XXXXXX)
-chmod 755 "$dir"
-trap 'cluster_stop "$dir"; rm -rf "$dir"' EXIT
 # streamwm.query_timeout = 0: one process() over millions of rows may take
 # longer than the default 30 s a query gets per step
 settings=("shared_buffers = '512MB'" "max_wal_size = '4GB'" "synchronous_commit = off" "autovacuum = off" "streamwm.query_timeout = 0")
-cluster_start "$dir" "${settings[@]}"
-PSQL="psql -X -q -At -v ON_ERROR_STOP=1 -d postgres"
-$PSQL -c "SET client_min_messages = warning" -c "CREATE EXTENSION streamwm" 2>/dev/null
+bench_cluster "${settings[@]}"
 t_start=$(date +%s)
 
 cc -O2 -o "$dir/gen" "$here/nexmark/gen.c" -lm

@@ -30,24 +30,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rows=${1:-1000000}; secs=${2:-1000}; auctions=${3:-1000}; runs=${4:-3}
-if [ "$(id -u)" = 0 ]; then     # PostgreSQL refuses root: run as postgres in a copy
-    tmp=$(mktemp -d); cp -r "$here" "$tmp/bench"; cp "$here/../test/cluster.sh" "$tmp/bench/"
-    chown -R postgres "$tmp"
-    runuser -u postgres -- env PG_BIN="${PG_BIN:-}" REPORT_FILE="$tmp/section.md" \
-        COMMIT="$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')" \
-        bash "$tmp/bench/q5.sh" "$rows" "$secs" "$auctions" "$runs"
-    cat "$tmp/section.md" >>"$here/REPORT.md"; rm -rf "$tmp"
-    exit 0
-fi
-report=${REPORT_FILE:-$here/REPORT.md}
-cl="$here/cluster.sh"; [ -f "$cl" ] || cl="$here/../test/cluster.sh"
-. "$cl"
-dir=$(mktemp -d /tmp/streamwm-bench.XXXXXX)
-trap 'cluster_stop "$dir"; rm -rf "$dir"' EXIT
+. "$here/common.sh"
+bench_as_postgres q5.sh "$rows" "$secs" "$auctions" "$runs"
+report=$(bench_report)
 settings=("shared_buffers = '512MB'" "max_wal_size = '4GB'" "synchronous_commit = off" "autovacuum = off")
-cluster_start "$dir" "${settings[@]}"
-PSQL="psql -X -q -At -v ON_ERROR_STOP=1 -d postgres"
-$PSQL -c "SET client_min_messages = warning" -c "CREATE EXTENSION streamwm" 2>/dev/null
+bench_cluster "${settings[@]}"
 
 ms() {  # ms SQL: run SQL in its own session, print its milliseconds
     $PSQL -c "\\timing on" -c "$1" | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1 | awk '{ printf "%.0f", $1 }'

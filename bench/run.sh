@@ -6,19 +6,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rows=${1:-200000}
-if [ "$(id -u)" = 0 ]; then
-    tmp=$(mktemp -d); cp -r "$here" "$tmp/bench"; cp "$here/../test/cluster.sh" "$tmp/bench/"
-    chown -R postgres "$tmp"
-    exec runuser -u postgres -- bash "$tmp/bench/run.sh" "$rows"
-fi
-cl="$here/cluster.sh"; [ -f "$cl" ] || cl="$here/../test/cluster.sh"
-. "$cl"
-dir=$(mktemp -d /tmp/streamwm-bench.XXXXXX)
-trap 'cluster_stop "$dir"; rm -rf "$dir"' EXIT
-cluster_start "$dir" "shared_buffers = '512MB'" "max_wal_size = '4GB'" "synchronous_commit = off"
-PSQL="psql -X -q -At -v ON_ERROR_STOP=1 -d postgres"
-$PSQL -c "CREATE EXTENSION streamwm" 2>/dev/null
-$PSQL -c "SET client_min_messages = warning"
+. "$here/common.sh"
+bench_as_postgres run.sh "$rows"
+bench_cluster "shared_buffers = '512MB'" "max_wal_size = '4GB'" "synchronous_commit = off"
 
 ms() {  # ms SETUP SQL: run SETUP then SQL, print SQL's milliseconds (best of 3)
     local best=""
