@@ -80,7 +80,7 @@ CREATE TABLE streamwm.late_event_log (
     sw_offset     bigint NOT NULL,
     sw_event_time timestamptz NOT NULL,
     watermark     timestamptz NOT NULL,
-    arrival       timestamptz NOT NULL, -- the row's sw_arrival: kept for retention after it
+    arrival       timestamptz NOT NULL, -- when the row arrived (its commit): kept for retention after it
     PRIMARY KEY (stream, partition, sw_offset)
 );
 
@@ -99,6 +99,23 @@ CREATE TABLE streamwm.retention_mark (
 );
 CREATE INDEX ON streamwm.retention_mark (stream, min_event_time);
 
+-- The order in which rows reached a stream (src/commit_order.c): one row
+-- per transaction and partition it wrote into, added as it commits.  That
+-- transaction's rows in the partition are exactly those with
+-- lo < sw_offset <= hi (lo is the previous entry's hi); they arrived at
+-- 'arrival' (the commit, on the server's clock); the partition was held by
+-- the transaction, not idle, from held_from (its start) until then.  Steps
+-- delete the entries they have read, all but each partition's newest.
+CREATE TABLE streamwm.commit_log (
+    stream    regclass NOT NULL,
+    partition int NOT NULL,
+    lo        bigint NOT NULL,
+    hi        bigint NOT NULL,
+    arrival   timestamptz NOT NULL,
+    held_from timestamptz NOT NULL,
+    PRIMARY KEY (stream, partition, hi)
+);
+
 /*
  * The catalog is written only by streamwm itself: the API functions and the
  * processing step write it through C helpers that check the caller's rights
@@ -111,14 +128,17 @@ CREATE INDEX ON streamwm.retention_mark (stream, min_event_time);
  * stream's rows from all of them.
  */
 REVOKE ALL ON streamwm.stream_def, streamwm.partition_state,
-    streamwm.query_def, streamwm.late_event_log, streamwm.retention_mark FROM PUBLIC;
+    streamwm.query_def, streamwm.late_event_log, streamwm.retention_mark,
+    streamwm.commit_log FROM PUBLIC;
 GRANT SELECT ON streamwm.stream_def, streamwm.partition_state,
-    streamwm.query_def, streamwm.late_event_log, streamwm.retention_mark TO PUBLIC;
+    streamwm.query_def, streamwm.late_event_log, streamwm.retention_mark,
+    streamwm.commit_log TO PUBLIC;
 ALTER TABLE streamwm.stream_def ENABLE ROW LEVEL SECURITY;
 ALTER TABLE streamwm.partition_state ENABLE ROW LEVEL SECURITY;
 ALTER TABLE streamwm.query_def ENABLE ROW LEVEL SECURITY;
 ALTER TABLE streamwm.late_event_log ENABLE ROW LEVEL SECURITY;
 ALTER TABLE streamwm.retention_mark ENABLE ROW LEVEL SECURITY;
+ALTER TABLE streamwm.commit_log ENABLE ROW LEVEL SECURITY;
 CREATE POLICY visible_rows ON streamwm.stream_def FOR SELECT
     USING (pg_catalog.pg_has_role(current_user, owner, 'USAGE')
            OR pg_catalog.pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')
@@ -135,12 +155,16 @@ CREATE POLICY visible_rows ON streamwm.late_event_log FOR SELECT
 CREATE POLICY visible_rows ON streamwm.retention_mark FOR SELECT
     USING (EXISTS (SELECT 1 FROM streamwm.stream_def d
                     WHERE d.stream OPERATOR(pg_catalog.=) retention_mark.stream));
+CREATE POLICY visible_rows ON streamwm.commit_log FOR SELECT
+    USING (EXISTS (SELECT 1 FROM streamwm.stream_def d
+                    WHERE d.stream OPERATOR(pg_catalog.=) commit_log.stream));
 
 SELECT pg_catalog.pg_extension_config_dump('streamwm.stream_def', '');
 SELECT pg_catalog.pg_extension_config_dump('streamwm.partition_state', '');
 SELECT pg_catalog.pg_extension_config_dump('streamwm.query_def', '');
 SELECT pg_catalog.pg_extension_config_dump('streamwm.late_event_log', '');
 SELECT pg_catalog.pg_extension_config_dump('streamwm.retention_mark', '');
+SELECT pg_catalog.pg_extension_config_dump('streamwm.commit_log', '');
 
 -- The background worker caches its schedule (the streams and their
 -- granularity); a change of either invalidates stream_def's relcache entry
@@ -156,7 +180,7 @@ CREATE TRIGGER schedule_changed
  * --------------------------------------------------------------------- */
 
 -- BEFORE INSERT row trigger of every stream table: partition, offset,
--- write time, arrival and event time.  Argument: the number of partitions.
+-- write time and event time.  Argument: the number of partitions.
 -- The event_time and partition_key expressions are bound in the trigger's
 -- WHEN clause, built by _ingest_when() (see src/ingest.c).
 CREATE FUNCTION streamwm._stream_insert() RETURNS trigger
@@ -416,8 +440,7 @@ BEGIN
                    'sw_partition int NOT NULL, '
                    'sw_offset bigint NOT NULL, '
                    'sw_write_time timestamptz NOT NULL, '
-                   'sw_event_time timestamptz NOT NULL, '
-                   'sw_arrival timestamptz NOT NULL)', qname, columns);
+                   'sw_event_time timestamptz NOT NULL)', qname, columns);
     PERFORM streamwm._check_create_table(ddl);
     PERFORM pg_catalog.set_config('search_path', user_path, true);
     EXECUTE ddl;
@@ -428,7 +451,7 @@ BEGIN
                WHERE attrelid = rel AND attnum > 0 AND NOT attisdropped
                  AND attname LIKE 'sw\_%'
                  AND attname NOT IN ('sw_partition', 'sw_offset', 'sw_write_time',
-                                     'sw_event_time', 'sw_arrival')
+                                     'sw_event_time')
     LOOP
         RAISE EXCEPTION 'column name "%" is reserved', col.attname
             USING ERRCODE = 'reserved_name',
@@ -709,6 +732,7 @@ BEGIN
     END LOOP;
     DELETE FROM streamwm.query_def q WHERE q.stream::oid = ANY (gone);
     DELETE FROM streamwm.retention_mark m WHERE m.stream::oid = ANY (gone);
+    DELETE FROM streamwm.commit_log c WHERE c.stream::oid = ANY (gone);
     DELETE FROM streamwm.partition_state p WHERE p.stream::oid = ANY (gone);
     DELETE FROM streamwm.stream_def d WHERE d.stream::oid = ANY (gone);
 END $$;
@@ -781,11 +805,13 @@ CREATE EVENT TRIGGER streamwm_guard_sql_drop ON sql_drop
  * --------------------------------------------------------------------- */
 
 -- Per partition of a visible stream: newest offset and arrival, rows not
--- yet processed and the arrival of the oldest of them.  Reads the stream
--- table as its owner; nothing for a stream the caller may not see.
+-- yet processed and the arrival of the oldest of them, and the open writing
+-- transaction that holds it (backend, since when).  Reads the stream table
+-- as its owner; nothing for a stream the caller may not see.
 CREATE FUNCTION streamwm._partition_stats(stream regclass,
     OUT partition int, OUT last_offset bigint, OUT last_arrival timestamptz,
-    OUT backlog bigint, OUT oldest_arrival timestamptz)
+    OUT backlog bigint, OUT oldest_arrival timestamptz,
+    OUT held_by int, OUT held_since timestamptz)
     RETURNS SETOF record AS 'MODULE_PATHNAME', 'streamwm_partition_stats'
     LANGUAGE C STABLE STRICT;
 
@@ -804,11 +830,14 @@ SELECT p.stream,
        p.max_event_time,
        p.max_event_time - d.watermark_delay AS watermark,
        coalesce(h.last_arrival, p.last_arrival) AS last_arrival,
+       h.held_by IS NULL AND
        CASE WHEN coalesce(h.last_arrival, p.last_arrival) IS NULL
             THEN d.created < clock_timestamp() - d.idle_timeout
             ELSE coalesce(h.last_arrival, p.last_arrival) < clock_timestamp() - d.idle_timeout
        END AS idle,
-       coalesce(h.last_offset, p.processed_offset) > p.processed_offset AS behind
+       coalesce(h.last_offset, p.processed_offset) > p.processed_offset AS behind,
+       h.held_by,
+       h.held_since
   FROM streamwm.stream_def d
   JOIN streamwm.partition_state p ON p.stream = d.stream
   LEFT JOIN (SELECT d2.stream, x.*

@@ -369,7 +369,6 @@ static const struct
 	{"sw_offset", INT8OID},
 	{"sw_write_time", TIMESTAMPTZOID},
 	{"sw_event_time", TIMESTAMPTZOID},
-	{"sw_arrival", TIMESTAMPTZOID},
 };
 
 
@@ -753,8 +752,8 @@ sw_stream_forces_rls(Oid relid)
  * is connected to SPI.
  */
 void
-sw_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values,
-				   const char *nulls, int expected)
+sw_spi_exec_snapshot(const char *sql, int nargs, Oid *types, Datum *values,
+					 const char *nulls, int expected, Snapshot snapshot)
 {
 	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
 	int			rc;
@@ -762,11 +761,18 @@ sw_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values,
 	if (plan == NULL)
 		elog(ERROR, "streamwm: preparing \"%s\" failed: %s",
 			 sql, SPI_result_code_string(SPI_result));
-	rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(),
+	rc = SPI_execute_snapshot(plan, values, nulls, snapshot,
 							  InvalidSnapshot, false, true, 0);
 	if (rc != expected)
 		elog(ERROR, "streamwm: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
 	SPI_freeplan(plan);
+}
+
+void
+sw_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values,
+				   const char *nulls, int expected)
+{
+	sw_spi_exec_snapshot(sql, nargs, types, values, nulls, expected, GetLatestSnapshot());
 }
 
 /*
@@ -882,6 +888,30 @@ sw_catalog_lock_stream(Oid relid, bool skip_locked, SwStreamClock *clock,
 		clock->parts[p].last_arrival = DatumGetTimestampTz(sw_spi_getdatum(i, 4, &isnull));
 	}
 	return true;
+}
+
+/*
+ * Forget the commit log entries a step has read to the end ('offsets': each
+ * partition's processed offset), all but each partition's newest, which
+ * the next committer compares its offsets with (commit_order.c).  As the
+ * catalog's owner; the caller is connected to SPI.
+ */
+void
+sw_catalog_prune_commit_log(Oid relid, Datum offsets)
+{
+	SwRoleContext cx;
+	Oid			types[2] = {OIDOID, INT8ARRAYOID};
+	Datum		values[2] = {ObjectIdGetDatum(relid), offsets};
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec("DELETE FROM streamwm.commit_log e"
+				" USING pg_catalog.unnest($2) WITH ORDINALITY AS p(done, n)"
+				" WHERE e.stream = $1 AND e.partition = (p.n - 1)::pg_catalog.int4"
+				" AND e.hi <= p.done"
+				" AND e.hi < (SELECT pg_catalog.max(m.hi) FROM streamwm.commit_log m"
+				"             WHERE m.stream = $1 AND m.partition = e.partition)",
+				2, types, values, NULL, SPI_OK_DELETE);
+	sw_leave_role(&cx);
 }
 
 /*

@@ -9,6 +9,7 @@
 
 #include "executor/spi.h"
 #include "nodes/pg_list.h"
+#include "utils/snapshot.h"
 
 struct SwStreamClock;			/* watermark.h */
 struct SwQueryDef;				/* query.h */
@@ -68,6 +69,8 @@ extern Datum sw_spi_getdatum(int row, int col, bool *isnull);
 extern Datum sw_int8_array(const int64 *values, int n);
 extern Datum sw_int4_array(const int32 *values, int n);
 extern Datum sw_timestamptz_array(const TimestampTz *values, int n);
+extern void sw_spi_exec_snapshot(const char *sql, int nargs, Oid *types, Datum *values,
+								 const char *nulls, int expected, Snapshot snapshot);
 extern void sw_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values,
 							   const char *nulls, int expected);
 extern void sw_reraise(MemoryContext cxt, const char *prefix, const char *context,
@@ -78,6 +81,7 @@ extern bool sw_catalog_is_stream(Oid relid);
 extern List *sw_catalog_managed_streams(void);
 extern bool sw_catalog_lock_stream(Oid relid, bool skip_locked,
 								   struct SwStreamClock *clock, int64 *retention_us);
+extern void sw_catalog_prune_commit_log(Oid relid, Datum offsets);
 extern void sw_catalog_store_step(Oid relid, const struct SwStreamClock *clock,
 								  int64 events, int64 late_events, TimestampTz now);
 extern void sw_catalog_add_retention_mark(Oid relid, TimestampTz watermark,

@@ -51,6 +51,7 @@
 #include "utils/syscache.h"
 
 #include "catalog.h"
+#include "commit_order.h"
 #include "guard.h"
 #include "purge.h"
 #include "query_ddl.h"
@@ -70,7 +71,6 @@ static const struct
 	{"sw_offset", INT8OID},
 	{"sw_write_time", TIMESTAMPTZOID},
 	{"sw_event_time", TIMESTAMPTZOID},
-	{"sw_arrival", TIMESTAMPTZOID},
 };
 
 /*
@@ -85,7 +85,7 @@ sw_check_stream_columns(Relation rel, SwStreamColumns *cols)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);
 	AttrNumber *out[] = {&cols->partition, &cols->offset, &cols->write_time,
-	&cols->event_time, &cols->arrival};
+	&cols->event_time};
 
 	StaticAssertStmt(lengthof(out) == lengthof(sw_columns),
 					 "one attnum per system column");
@@ -494,6 +494,9 @@ streamwm_stream_no_update(PG_FUNCTION_ARGS)
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "streamwm._stream_no_update() must be called as a trigger");
+	/* commit_order.c moving this transaction's own rows to new offsets */
+	if (sw_renumbering)
+		return PointerGetDatum(NULL);
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("cannot update stream \"%s\"",

@@ -17,7 +17,6 @@ typedef struct SwStreamColumns
 	AttrNumber	offset;			/* sw_offset int8 */
 	AttrNumber	write_time;		/* sw_write_time timestamptz */
 	AttrNumber	event_time;		/* sw_event_time timestamptz */
-	AttrNumber	arrival;		/* sw_arrival timestamptz */
 } SwStreamColumns;
 
 extern void sw_check_stream_columns(Relation rel, SwStreamColumns *cols);

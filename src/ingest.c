@@ -8,27 +8,19 @@
  *
  *	 sw_partition	the explicit one; else the hash of partition_key; else a
  *					partition picked once per session (sticky);
- *	 sw_offset		from the stream's sequence, taken while holding the
- *					partition's append lock (below);
+ *	 sw_offset		from the stream's sequence, without any lock;
  *	 sw_write_time	the explicit one, else the clock;
- *	 sw_arrival		always the clock: when the row was really written; idle
- *					detection is judged on it, never on sw_write_time;
  *	 sw_event_time	the event_time expression evaluated on the row, else
  *					sw_write_time.
  *
- * Offsets and concurrency.  Writers to one partition are serialised, as a
- * Kafka partition leader appends: before taking an offset the trigger takes
- * a transaction-scoped lock on (stream, partition), held until commit or
- * abort.  So the offsets of a partition are handed out in commit order, and
- * when processing sees the row with offset o committed, every row of that
- * partition with a smaller offset is committed (and visible in the same
- * snapshot, since ProcArrayEndTransaction runs before locks are released)
- * or rolled back.  Reading each partition strictly after its last processed
- * offset can therefore neither skip nor repeat a committed row, however long
- * the writing transaction stayed open.  Offsets come from one sequence per
- * stream, so they are also a global arrival order across partitions; inside
- * a partition they increase but are not dense.  Sessions pick different
- * sticky partitions, so concurrent writers rarely wait on each other.
+ * Offsets and concurrency.  No writer waits for another: the trigger takes
+ * an offset and tells commit_order.c which partition it went into.  When
+ * the transaction commits, commit_order.c makes its offsets in each
+ * partition higher than everything committed there before (renumbering
+ * them if a transaction that overlapped it committed first) and records
+ * when it arrived, so that processing reads each partition in offset
+ * order, which is commit order, and never skips or repeats a committed row
+ * however long the transaction that wrote it stayed open.
  *
  * The event_time and partition_key expressions are bound once, when the
  * stream is created, under the creator's search_path: create_stream puts
@@ -87,6 +79,7 @@
 #include "utils/typcache.h"
 
 #include "catalog.h"
+#include "commit_order.h"
 #include "guard.h"
 #include "ingest.h"
 
@@ -94,9 +87,6 @@ PG_FUNCTION_INFO_V1(streamwm_stream_insert);
 PG_FUNCTION_INFO_V1(streamwm_ingest_when);
 PG_FUNCTION_INFO_V1(streamwm_ingest);
 PG_FUNCTION_INFO_V1(streamwm_ingest_lines);
-
-/* field4 of the advisory lock tag that guards appends to one partition */
-#define SW_APPEND_LOCK_CLASS 0x7377
 
 /* What the trigger needs to know about one stream, cached per backend. */
 typedef struct IngestCacheEntry
@@ -111,7 +101,6 @@ typedef struct IngestCacheEntry
 	AttrNumber	att_offset;
 	AttrNumber	att_write_time;
 	AttrNumber	att_event_time;
-	AttrNumber	att_arrival;
 	ExprState  *event_expr;		/* NULL: event time is the write time */
 	ExprState  *key_expr;		/* NULL: no partition_key */
 	FmgrInfo	key_hash;
@@ -394,7 +383,6 @@ ingest_state(Relation rel, Trigger *trigger)
 	entry->att_offset = cols.offset;
 	entry->att_write_time = cols.write_time;
 	entry->att_event_time = cols.event_time;
-	entry->att_arrival = cols.arrival;
 
 	old = MemoryContextSwitchTo(entry->cxt);
 	entry->event_expr = NULL;
@@ -474,9 +462,8 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 	bool		isnull;
 	Datum		d;
 	int			partition;
-	TimestampTz clock;
 	TimestampTz write_time;
-	LOCKTAG		tag;
+	int64		offset;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
@@ -513,26 +500,15 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 						RelationGetRelationName(rel)),
 				 errdetail("The event time is the stream's event_time expression evaluated on the row, or else sw_write_time."),
 				 errhint("Set sw_write_time, or define event_time when creating the stream.")));
-	/* ... nor the arrival, which is when the row was really written */
-	(void) heap_getattr(tuple, st->att_arrival, tupdesc, &isnull);
-	if (!isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_GENERATED_ALWAYS),
-				 errmsg("cannot insert a value into column \"sw_arrival\" of stream %s",
-						RelationGetRelationName(rel)),
-				 errdetail("The arrival time is assigned by streamwm.")));
 
-	clock = GetCurrentTimestamp();
 	d = heap_getattr(tuple, st->att_write_time, tupdesc, &isnull);
-	write_time = isnull ? clock : DatumGetTimestampTz(d);
+	write_time = isnull ? GetCurrentTimestamp() : DatumGetTimestampTz(d);
 	if (TIMESTAMP_NOT_FINITE(write_time))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("sw_write_time must be finite")));
 	values[st->att_write_time - 1] = TimestampTzGetDatum(write_time);
 	replace[st->att_write_time - 1] = true;
-	values[st->att_arrival - 1] = TimestampTzGetDatum(clock);
-	replace[st->att_arrival - 1] = true;
 
 	d = heap_getattr(tuple, st->att_partition, tupdesc, &isnull);
 	if (!isnull)
@@ -567,11 +543,9 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 	values[st->att_partition - 1] = Int32GetDatum(partition);
 	replace[st->att_partition - 1] = true;
 
-	/* Serialise appends to this partition until we commit; see above. */
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, RelationGetRelid(rel),
-						 (uint32) partition, SW_APPEND_LOCK_CLASS);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-	values[st->att_offset - 1] = Int64GetDatum(nextval_internal(st->seqoid, false));
+	offset = nextval_internal(st->seqoid, false);
+	sw_commit_order_note(RelationGetRelid(rel), st->seqoid, partition, offset);
+	values[st->att_offset - 1] = Int64GetDatum(offset);
 	replace[st->att_offset - 1] = true;
 
 	if (st->event_expr != NULL)
@@ -971,7 +945,7 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 							RelationGetRelationName(call->rel))));
 		att = TupleDescAttr(tupdesc, attno - 1);
 		if (strcmp(key, "sw_offset") == 0 || strcmp(key, "sw_event_time") == 0 ||
-			strcmp(key, "sw_arrival") == 0 || att->attgenerated)
+			att->attgenerated)
 			ereport(ERROR,
 					(errcode(ERRCODE_GENERATED_ALWAYS),
 					 errmsg("%s %d: column \"%s\" of stream %s is assigned by streamwm",

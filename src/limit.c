@@ -205,21 +205,32 @@ sw_query_timeout_string(void)
  * the timeout is already armed (the statement runs inside another bounded
  * one), that one's limit applies.
  */
+/* with the given snapshot, or a new one for InvalidSnapshot */
+static void
+exec_with(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
+		  int expected, Snapshot snapshot)
+{
+	if (snapshot == InvalidSnapshot)
+		sw_spi_exec(sql, nargs, types, values, nulls, expected);
+	else
+		sw_spi_exec_snapshot(sql, nargs, types, values, nulls, expected, snapshot);
+}
+
 void
 sw_spi_exec_bounded(const char *what, const char *sql, int nargs, Oid *types,
-					Datum *values, const char *nulls, int expected)
+					Datum *values, const char *nulls, int expected, Snapshot snapshot)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 
 	if (query_timeout_id != MAX_TIMEOUTS && get_timeout_active(query_timeout_id))
 	{
-		sw_spi_exec(sql, nargs, types, values, nulls, expected);
+		exec_with(sql, nargs, types, values, nulls, expected, snapshot);
 		return;
 	}
 	PG_TRY();
 	{
 		sw_query_timeout_enable();
-		sw_spi_exec(sql, nargs, types, values, nulls, expected);
+		exec_with(sql, nargs, types, values, nulls, expected, snapshot);
 		sw_query_timeout_disable();
 		/* a timeout that fired just before it was disabled fails here */
 		CHECK_FOR_INTERRUPTS();

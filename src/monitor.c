@@ -25,6 +25,7 @@
 #include "utils/tuplestore.h"
 
 #include "catalog.h"
+#include "commit_order.h"
 
 PG_FUNCTION_INFO_V1(streamwm_partition_stats);
 PG_FUNCTION_INFO_V1(streamwm_query_pending);
@@ -58,10 +59,12 @@ check_result_type(int col, Oid type)
 
 /*
  * streamwm._partition_stats(stream regclass) RETURNS SETOF (partition,
- * last_offset, last_arrival, backlog, oldest_arrival): per partition, the
- * newest row's offset and arrival (a backward scan of the primary key),
- * and the rows after the processed offset with the oldest arrival among
- * them.
+ * last_offset, last_arrival, backlog, oldest_arrival, held_by, held_since):
+ * per partition, the newest row's offset (a backward scan of the primary
+ * key), when the newest transaction that wrote into it committed, the rows
+ * after the processed offset and when the oldest of them arrived (the
+ * commit log), and the open writing transaction holding it, if any: its
+ * backend and when it began (commit_order.c).
  */
 Datum
 streamwm_partition_stats(PG_FUNCTION_ARGS)
@@ -75,6 +78,9 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 	char	   *head_sql;
 	char	   *backlog_sql;
 	SwRoleContext cx;
+	SwPartitionHold *holds;
+	Datum	   *values;
+	bool	   *nulls;
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -87,12 +93,41 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 
 	processed = palloc0(np * sizeof(int64));
 	sw_catalog_processed_offsets(relid, np, processed);
+	holds = palloc(np * sizeof(SwPartitionHold));
+	sw_partition_holders(relid, np, holds);
+	values = palloc(np * 7 * sizeof(Datum));
+	nulls = palloc0(np * 7 * sizeof(bool));
 
+	/* the commit log, as the catalog's owner */
+	sw_enter_catalog(&cx);
+	for (int p = 0; p < np; p++)
+	{
+		Oid			types[3] = {OIDOID, INT4OID, INT8OID};
+		Datum		args[3] = {ObjectIdGetDatum(relid), Int32GetDatum(p),
+		Int64GetDatum(processed[p])};
+		Datum	   *v = &values[p * 7];
+		bool	   *n = &nulls[p * 7];
+
+		sw_spi_exec("SELECT (SELECT arrival FROM streamwm.commit_log"
+					"         WHERE stream = $1 AND partition = $2 ORDER BY hi DESC LIMIT 1),"
+					"       (SELECT arrival FROM streamwm.commit_log"
+					"         WHERE stream = $1 AND partition = $2 AND hi > $3 ORDER BY hi LIMIT 1)",
+					3, types, args, NULL, SPI_OK_SELECT);
+		v[2] = sw_spi_getdatum(0, 1, &n[2]);
+		v[4] = sw_spi_getdatum(0, 2, &n[4]);
+		v[5] = Int32GetDatum(holds[p].pid);
+		n[5] = holds[p].pid == 0;
+		v[6] = TimestampTzGetDatum(holds[p].since);
+		n[6] = holds[p].pid == 0 || TIMESTAMP_IS_NOBEGIN(holds[p].since);
+	}
+	sw_leave_role(&cx);
+
+	/* the stream itself, as its owner */
 	relname = sw_relation_name(relid);
-	head_sql = psprintf("SELECT t.sw_offset, t.sw_arrival FROM ONLY %s t"
+	head_sql = psprintf("SELECT t.sw_offset FROM ONLY %s t"
 						" WHERE t.sw_partition = $1 ORDER BY t.sw_offset DESC LIMIT 1",
 						relname);
-	backlog_sql = psprintf("SELECT pg_catalog.count(*), pg_catalog.min(t.sw_arrival)"
+	backlog_sql = psprintf("SELECT pg_catalog.count(*)"
 						   " FROM ONLY %s t WHERE t.sw_partition = $1 AND t.sw_offset > $2",
 						   relname);
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &cx);
@@ -100,26 +135,22 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 	{
 		Oid			types[2] = {INT4OID, INT8OID};
 		Datum		args[2] = {Int32GetDatum(p), Int64GetDatum(processed[p])};
-		Datum		values[5];
-		bool		nulls[5] = {false, false, false, false, false};
+		Datum	   *v = &values[p * 7];
+		bool	   *n = &nulls[p * 7];
 		bool		isnull;
 
-		values[0] = Int32GetDatum(p);
+		v[0] = Int32GetDatum(p);
 		sw_spi_exec(head_sql, 1, types, args, NULL, SPI_OK_SELECT);
 		if (SPI_processed == 1)
 		{
 			check_result_type(1, INT8OID);
-			check_result_type(2, TIMESTAMPTZOID);
-			values[1] = sw_spi_getdatum(0, 1, &nulls[1]);
-			values[2] = sw_spi_getdatum(0, 2, &nulls[2]);
+			v[1] = sw_spi_getdatum(0, 1, &n[1]);
 		}
 		else
-			nulls[1] = nulls[2] = true;
+			n[1] = true;
 		sw_spi_exec(backlog_sql, 2, types, args, NULL, SPI_OK_SELECT);
-		check_result_type(2, TIMESTAMPTZOID);
-		values[3] = sw_spi_getdatum(0, 1, &isnull);
-		values[4] = sw_spi_getdatum(0, 2, &nulls[4]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		v[3] = sw_spi_getdatum(0, 1, &isnull);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
 	}
 	sw_leave_role(&cx);
 	SPI_finish();

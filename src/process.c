@@ -60,9 +60,11 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "commit_order.h"
 #include "guard.h"
 #include "limit.h"
 #include "process.h"
@@ -165,79 +167,290 @@ add_mark(LateRows *late, const SwStreamClock *clock)
 }
 
 /*
- * Read the next batch of committed, unprocessed rows in offset order and
- * feed them to the watermark rule.  Returns the number of rows read.
+ * What a step knows of the stream's writers: the snapshot it reads with,
+ * the partitions open transactions hold (sw_commit_fence), and, per
+ * partition, the earliest start of a writing transaction not yet processed
+ * (its commit log entry not read to the end), found when the watermark
+ * rule first asks (held_from below) and again after rows of that partition
+ * were processed.
+ */
+typedef struct StepReader
+{
+	Oid			relid;
+	Snapshot	snapshot;
+	SwStreamClock *clock;
+	SwPartitionHold *live;		/* open writing transactions */
+	TimestampTz *held;			/* cached answer per partition */
+	bool	   *held_known;
+} StepReader;
+
+/* SwHeldFrom of a step: see watermark.h */
+static TimestampTz
+held_from(void *arg, int partition)
+{
+	StepReader *r = arg;
+
+	if (!r->held_known[partition])
+	{
+		SwRoleContext cx;
+		Oid			types[3] = {OIDOID, INT4OID, INT8OID};
+		Datum		values[3] = {ObjectIdGetDatum(r->relid), Int32GetDatum(partition),
+		Int64GetDatum(r->clock->parts[partition].processed_offset)};
+		TimestampTz h = DT_NOEND;
+		bool		isnull;
+		Datum		d;
+
+		sw_enter_catalog(&cx);
+		sw_spi_exec_snapshot("SELECT pg_catalog.min(held_from) FROM streamwm.commit_log"
+							 " WHERE stream = $1 AND partition = $2 AND hi > $3",
+							 3, types, values, NULL, SPI_OK_SELECT, r->snapshot);
+		d = sw_spi_getdatum(0, 1, &isnull);
+		if (!isnull)
+			h = DatumGetTimestampTz(d);
+		SPI_freetuptable(SPI_tuptable);
+		sw_leave_role(&cx);
+		if (r->live[partition].pid != 0 && r->live[partition].since < h)
+			h = r->live[partition].since;
+		r->held[partition] = h;
+		r->held_known[partition] = true;
+	}
+	return r->held[partition];
+}
+
+/* One commit log entry: a transaction's rows lo < sw_offset <= hi in partition. */
+typedef struct LogEntry
+{
+	int32		partition;
+	int64		lo;
+	int64		hi;
+	TimestampTz arrival;
+} LogEntry;
+
+/*
+ * Read the next batch of committed, unprocessed rows in arrival order and
+ * feed them to the watermark rule.  Returns the number of rows read; sets
+ * *caught_up when every row visible to the step has been read.
+ *
+ * The commit log says which rows arrived when (commit_order.c).  Its
+ * unread entries are read first, up to 'limit' per partition, in arrival
+ * order, and only those that arrived before any entry that may still be
+ * unread (a partition whose entries were cut at 'limit') are taken: so the
+ * partitions of every moment of arrival taken are all known.  Then the
+ * rows of those entries, up to 'limit' per partition in offset order, and
+ * the two are merged: entry by entry in arrival order (ties by partition),
+ * each entry's rows in offset order.
  */
 static uint64
-read_batch(Oid relid, Oid owner, const char *relname, SwStreamClock *clock,
-		   int64 limit, LateRows *late)
+read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
+		   LateRows *late, bool *caught_up)
 {
+	SwStreamClock *clock = r->clock;
+	int			np = clock->npartitions;
 	SwRoleContext rcx;
-	Oid			types[2] = {INT8ARRAYOID, INT8OID};
-	Datum		values[2];
-	static const Oid result_types[4] = {INT4OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID};
-	char	   *sql;
-	uint64		n;
+	Oid			etypes[3] = {INT8ARRAYOID, INT8OID, OIDOID};
+	Datum		evalues[3];
+	Oid			rtypes[3] = {INT8ARRAYOID, INT8ARRAYOID, INT8OID};
+	Datum		rvalues[3];
+	static const Oid entry_types[4] = {INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID};
+	static const Oid row_types[3] = {INT4OID, INT8OID, TIMESTAMPTZOID};
+	LogEntry   *entries;
+	int			nentries;
+	int			ntaken;
+	int		   *per_part = palloc0(np * sizeof(int));
+	TimestampTz *last_arrival = palloc(np * sizeof(TimestampTz));
+	TimestampTz horizon = DT_NOEND;
+	int64	   *upto = palloc(np * sizeof(int64));
+	int64	   *done = palloc(np * sizeof(int64));
+	int		   *first = palloc(np * sizeof(int));
+	int		   *nrows = palloc0(np * sizeof(int));
+	bool	   *truncated = palloc0(np * sizeof(bool));
+	int32	   *groupparts = palloc(np * sizeof(int32));
+	int64	   *offs;
+	TimestampTz *times;
+	uint64		nfetched;
+	uint64		n = 0;
+	bool		stopped = false;
 	Relation	rel;
 	SwStreamColumns cols;
 
 	/* forced row-level security would run the owner's code in every step */
-	if (sw_stream_forces_rls(relid))
+	if (sw_stream_forces_rls(r->relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("stream %s has FORCE ROW LEVEL SECURITY", relname),
 				 errhint("ALTER TABLE %s NO FORCE ROW LEVEL SECURITY; streamwm reads a stream as its owner.",
 						 relname)));
 	/* the system columns must have the types we read them as (guard.c) */
-	rel = table_open(relid, AccessShareLock);
+	rel = table_open(r->relid, AccessShareLock);
 	sw_check_stream_columns(rel, &cols);
 	table_close(rel, NoLock);
 
-	sql = psprintf("SELECT s.sw_partition, s.sw_offset, s.sw_event_time, s.sw_arrival"
-				   " FROM pg_catalog.unnest($1) WITH ORDINALITY AS p(done, n)"
-				   " CROSS JOIN LATERAL (SELECT t.sw_partition, t.sw_offset,"
-				   " t.sw_event_time, t.sw_arrival FROM ONLY %s t"
-				   " WHERE t.sw_partition = (p.n - 1)::pg_catalog.int4"
-				   " AND t.sw_offset > p.done ORDER BY t.sw_offset LIMIT $2) s"
-				   " ORDER BY s.sw_offset LIMIT $2", relname);
-	values[0] = processed_offsets(clock);
-	values[1] = Int64GetDatum(limit);
+	for (int p = 0; p < np; p++)
+		done[p] = clock->parts[p].processed_offset;
+
+	/* the commit log's unread entries, as the catalog's owner */
+	evalues[0] = processed_offsets(clock);
+	evalues[1] = Int64GetDatum(limit);
+	evalues[2] = ObjectIdGetDatum(r->relid);
+	sw_enter_catalog(&rcx);
+	sw_spi_exec_snapshot("SELECT e.partition, e.lo, e.hi, e.arrival"
+						 " FROM pg_catalog.unnest($1) WITH ORDINALITY AS p(done, n)"
+						 " CROSS JOIN LATERAL (SELECT e.partition, e.lo, e.hi, e.arrival"
+						 " FROM streamwm.commit_log e WHERE e.stream = $3"
+						 " AND e.partition = (p.n - 1)::pg_catalog.int4 AND e.hi > p.done"
+						 " ORDER BY e.hi LIMIT $2) e"
+						 " ORDER BY e.arrival, e.partition, e.hi",
+						 3, etypes, evalues, NULL, SPI_OK_SELECT, r->snapshot);
+	sw_leave_role(&rcx);
+	sw_check_result_types(SPI_tuptable->tupdesc, entry_types, 4, "streamwm.commit_log");
+	nentries = (int) SPI_processed;
+	entries = palloc(Max(nentries, 1) * sizeof(LogEntry));
+	for (int i = 0; i < nentries; i++)
+	{
+		bool		isnull;
+		LogEntry   *e = &entries[i];
+
+		e->partition = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
+		e->lo = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
+		e->hi = DatumGetInt64(sw_spi_getdatum(i, 3, &isnull));
+		e->arrival = DatumGetTimestampTz(sw_spi_getdatum(i, 4, &isnull));
+		if (e->partition < 0 || e->partition >= np)
+			elog(ERROR, "streamwm: commit log of stream %s names partition %d", relname,
+				 e->partition);
+		per_part[e->partition]++;
+		last_arrival[e->partition] = e->arrival;
+	}
+	SPI_freetuptable(SPI_tuptable);
+
+	/* take the entries that arrived before anything still unread */
+	for (int p = 0; p < np; p++)
+		if (per_part[p] == limit && last_arrival[p] < horizon)
+			horizon = last_arrival[p];
+	ntaken = 0;
+	while (ntaken < nentries && entries[ntaken].arrival < horizon)
+		ntaken++;
+	if (ntaken == 0 && nentries > 0)
+	{
+		/* every entry shares the horizon's moment: take that moment */
+		while (ntaken < nentries && entries[ntaken].arrival == horizon)
+			ntaken++;
+	}
+	*caught_up = (ntaken == nentries && horizon == DT_NOEND);
+	if (ntaken == 0)
+		return 0;
+
+	/* their rows, as the stream's owner */
+	for (int p = 0; p < np; p++)
+		upto[p] = done[p];
+	for (int i = 0; i < ntaken; i++)
+		upto[entries[i].partition] = entries[i].hi;
+	rvalues[0] = processed_offsets(clock);
+	rvalues[1] = sw_int8_array(upto, np);
+	rvalues[2] = Int64GetDatum(limit);
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
 
 	/*
-	 * The batch is put in offset order by a sort of up to batch_size rows:
-	 * let it sort in memory (about 100 bytes a row) rather than spill, for
-	 * this statement only.
+	 * The rows come sorted by partition and offset, up to batch_size a
+	 * partition: let that sort run in memory (about 100 bytes a row) rather
+	 * than spill, for this statement only.
 	 */
 	if ((int64) work_mem < limit / 10)
 		(void) set_config_option("work_mem", psprintf(INT64_FORMAT, Min(limit / 10, MAX_KILOBYTES)),
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	/* the owner's policies run in it: bounded like a query (limit.c) */
 	sw_spi_exec_bounded(psprintf("reading stream %s", relname),
-						sql, 2, types, values, NULL, SPI_OK_SELECT);
+						psprintf("SELECT s.sw_partition, s.sw_offset, s.sw_event_time"
+								 " FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2))"
+								 " WITH ORDINALITY AS p(done, upto, n)"
+								 " CROSS JOIN LATERAL (SELECT t.sw_partition, t.sw_offset,"
+								 " t.sw_event_time FROM ONLY %s t"
+								 " WHERE t.sw_partition = (p.n - 1)::pg_catalog.int4"
+								 " AND t.sw_offset > p.done AND t.sw_offset <= p.upto"
+								 " ORDER BY t.sw_offset LIMIT $3) s"
+								 " ORDER BY s.sw_partition, s.sw_offset", relname),
+						3, rtypes, rvalues, NULL, SPI_OK_SELECT, r->snapshot);
 	sw_leave_role(&rcx);
-	n = SPI_processed;
-	sw_check_result_types(SPI_tuptable->tupdesc, result_types, 4, relname);
-	for (uint64 i = 0; i < n; i++)
+	sw_check_result_types(SPI_tuptable->tupdesc, row_types, 3, relname);
+	nfetched = SPI_processed;
+	offs = palloc_extended(Max(nfetched, 1) * sizeof(int64), MCXT_ALLOC_HUGE);
+	times = palloc_extended(Max(nfetched, 1) * sizeof(TimestampTz), MCXT_ALLOC_HUGE);
+	for (int p = 0; p < np; p++)
+		first[p] = -1;
+	for (uint64 i = 0; i < nfetched; i++)
 	{
 		bool		isnull;
 		int32		p = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
-		int64		off = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
-		TimestampTz t = DatumGetTimestampTz(sw_spi_getdatum(i, 3, &isnull));
-		TimestampTz a = DatumGetTimestampTz(sw_spi_getdatum(i, 4, &isnull));
-		TimestampTz w;
 
-		if (sw_observe_event(clock, p, off, t, a, &w))
-			late_rows_add(late, p, off, t, w, a);
-		else
-		{
-			if (t < late->pending_min)
-				late->pending_min = t;
-			if (++late->pending_rows >= SW_MARK_ROWS)
-				add_mark(late, clock);
-		}
+		if (p < 0 || p >= np || (first[p] >= 0 && first[p] + nrows[p] != (int) i))
+			elog(ERROR, "streamwm: rows of stream %s came out of order", relname);
+		if (first[p] < 0)
+			first[p] = (int) i;
+		nrows[p]++;
+		offs[i] = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
+		times[i] = DatumGetTimestampTz(sw_spi_getdatum(i, 3, &isnull));
 	}
 	SPI_freetuptable(SPI_tuptable);
+	for (int p = 0; p < np; p++)
+		truncated[p] = nrows[p] == limit;
+
+	/* merge: entries in arrival order, each one's rows in offset order */
+	for (int i = 0; i < ntaken && !stopped; i++)
+	{
+		LogEntry   *e = &entries[i];
+		int32		p = e->partition;
+
+		if (i == 0 || e->arrival != entries[i - 1].arrival)
+		{
+			int			k = 0;
+
+			for (int j = i; j < ntaken && entries[j].arrival == e->arrival; j++)
+				groupparts[k++] = entries[j].partition;
+			sw_observe_arrival(clock, groupparts, k, e->arrival);
+		}
+		for (;;)
+		{
+			int64		off;
+			TimestampTz t;
+			TimestampTz w;
+
+			if (nrows[p] == 0)
+			{
+				/* every fetched row of p is read; if the fetch was cut, stop */
+				stopped = truncated[p];
+				break;
+			}
+			off = offs[first[p]];
+			if (off > e->hi)
+				break;
+			if ((int64) n >= limit)
+			{
+				stopped = true;
+				break;
+			}
+			t = times[first[p]];
+			first[p]++;
+			nrows[p]--;
+			n++;
+			r->held_known[p] = false;
+			if (sw_observe_event(clock, p, off, t, e->arrival, &w))
+				late_rows_add(late, p, off, t, w, e->arrival);
+			else
+			{
+				if (t < late->pending_min)
+					late->pending_min = t;
+				if (++late->pending_rows >= SW_MARK_ROWS)
+					add_mark(late, clock);
+			}
+		}
+		if (stopped)
+			break;
+		/* the entry's rows are all read (its other offsets are gaps) */
+		if (clock->parts[p].processed_offset < e->hi)
+			clock->parts[p].processed_offset = e->hi;
+		r->held_known[p] = false;
+	}
+	if (stopped)
+		*caught_up = false;
 	return n;
 }
 
@@ -439,7 +652,7 @@ summarize_new_ranges(Oid relid, Oid owner, const char *relname)
 							   BoolGetDatum(false)))
 		sw_spi_exec_bounded(psprintf("analyzing stream %s", relname),
 							psprintf("ANALYZE %s", relname),
-							0, NULL, NULL, NULL, SPI_OK_UTILITY);
+							0, NULL, NULL, NULL, SPI_OK_UTILITY, InvalidSnapshot);
 	sw_spi_exec("SELECT pg_catalog.brin_summarize_new_values(i.indexrelid)"
 				" FROM pg_catalog.pg_index i"
 				" JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid"
@@ -578,6 +791,18 @@ apply_retention(Oid relid, Oid owner, const char *relname, const SwStreamClock *
 	sw_catalog_count_expired(relid, (int64) removed);
 }
 
+/* The newest arrival the step has applied to the watermark rule. */
+static TimestampTz
+last_arrival(const SwStreamClock *clock)
+{
+	TimestampTz newest = DT_NOBEGIN;
+
+	for (int i = 0; i < clock->npartitions; i++)
+		if (clock->parts[i].last_arrival > newest)
+			newest = clock->parts[i].last_arrival;
+	return newest;
+}
+
 /*
  * One step on one stream; see the file header.  The caller is connected to
  * SPI.  With max_rows > 0 at most about that many rows are read (a worker
@@ -597,6 +822,8 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	Oid			owner;
 	TimestampTz needed;
 	SwRoleContext ccx;
+	StepReader	reader;
+	TimestampTz fence_clock;
 
 	memset(&clock, 0, sizeof(clock));
 	memset(&late, 0, sizeof(late));
@@ -618,6 +845,19 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	relname = sw_relation_name(relid);
 	owner = sw_relation_owner(relid);
 
+	/* what has arrived, and who is still writing (commit_order.c) */
+	memset(&reader, 0, sizeof(reader));
+	reader.relid = relid;
+	reader.clock = &clock;
+	reader.live = palloc(clock.npartitions * sizeof(SwPartitionHold));
+	reader.held = palloc(clock.npartitions * sizeof(TimestampTz));
+	reader.held_known = palloc0(clock.npartitions * sizeof(bool));
+	reader.snapshot = sw_commit_fence(relid, clock.npartitions, reader.live, &fence_clock);
+	clock.held_from = held_from;
+	clock.held_arg = &reader;
+	if (TIMESTAMP_IS_NOBEGIN(now))
+		now = fence_clock;
+
 	for (;;)
 	{
 		int64		limit = sw_batch_size;
@@ -625,23 +865,28 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 
 		if (max_rows > 0 && max_rows - events < limit)
 			limit = Max(max_rows - events, 1);
-		n = read_batch(relid, owner, relname, &clock, limit, &late);
+		n = read_batch(&reader, owner, relname, limit, &late, &caught_up);
 		events += n;
-		if ((int64) n < limit)
-		{
-			caught_up = true;
+		if (caught_up)
 			break;
-		}
 		if (max_rows > 0 && events >= max_rows)
 			break;
 		CHECK_FOR_INTERRUPTS();
 	}
 
-	/* A partition with a backlog is never idle: only judge when caught up. */
-	if (caught_up)
+	/*
+	 * Every row that had arrived by the fence is read: apply the partitions
+	 * that went idle since, up to the step's clock (never behind the last
+	 * arrival read, which has already been applied).  A partition with a
+	 * backlog is never idle: only judge when caught up.
+	 */
+	if (caught_up && now > last_arrival(&clock))
 		sw_advance_watermark(&clock, now);
+	clock.held_from = NULL;
+	UnregisterSnapshot(reader.snapshot);
 
 	save_stream(relid, &clock, events, &late, now);
+	sw_catalog_prune_commit_log(relid, processed_offsets(&clock));
 	summarize_new_ranges(relid, owner, relname);
 	needed = close_all_windows(relid, &clock, now, from_worker);
 	apply_retention(relid, owner, relname, &clock, retention_us, needed, now);
@@ -659,7 +904,8 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 Datum
 streamwm_process(PG_FUNCTION_ARGS)
 {
-	TimestampTz now = PG_ARGISNULL(1) ? GetCurrentTimestamp() : PG_GETARG_TIMESTAMPTZ(1);
+	/* no clock given: the step's own, read when it reads the stream */
+	TimestampTz now = PG_ARGISNULL(1) ? DT_NOBEGIN : PG_GETARG_TIMESTAMPTZ(1);
 	List	   *streams = NIL;
 	ListCell   *lc;
 

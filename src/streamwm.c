@@ -14,6 +14,7 @@
 #include "utils/guc.h"
 
 #include "catalog.h"
+#include "commit_order.h"
 #include "limit.h"
 #include "worker.h"
 
@@ -30,6 +31,8 @@ _PG_init(void)
 	/* nothing runs during pg_upgrade */
 	if (IsBinaryUpgrade)
 		return;
+
+	sw_commit_order_init();
 
 	DefineCustomIntVariable("streamwm.batch_size",
 							"Rows read from a stream per batch of a processing step.",

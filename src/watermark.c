@@ -17,9 +17,15 @@
  *			 before the first event);
  *	 p is idle at clock time a if its newest row that arrived up to a
  *			 arrived before a - idle_timeout, or it has none and the stream
- *			 was created before a - idle_timeout;
+ *			 was created before a - idle_timeout, unless a transaction that
+ *			 writes into p had begun by a and not committed yet (p is held);
  *	 W	   = max(W, min of wm(p) over the partitions not idle at a); with
  *			 every partition idle, W holds;
+ *	 W is advanced at each moment rows arrive, before they are judged (the
+ *			 partitions that became idle since the previous arrival are
+ *			 excluded then, not when some step ends), and after each event;
+ *			 the rows of one transaction arrive together, so every partition
+ *			 it wrote is active at that moment;
  *	 an event is late when its event time is < W as left by the events
  *			 processed before it;
  *	 an event whose event time is more than max_future_skew ahead of its
@@ -42,7 +48,8 @@
  * last_arrival is the arrival of the newest row of p processed so far; the
  * rows of a step are processed in arrival order, so when an event that
  * arrived at 'at' is processed, every row of p that arrived up to 'at' has
- * been seen.  A partition with a backlog is therefore never judged idle.
+ * been seen.  A partition with a backlog is therefore never judged idle,
+ * and neither is one held by a writing transaction still open at 'at'.
  */
 bool
 sw_partition_is_idle(const SwStreamClock *clock, int partition, TimestampTz at)
@@ -52,7 +59,11 @@ sw_partition_is_idle(const SwStreamClock *clock, int partition, TimestampTz at)
 
 	if (TIMESTAMP_IS_NOBEGIN(newest))
 		newest = clock->created;
-	return newest < at - clock->idle_timeout_us;
+	if (newest >= at - clock->idle_timeout_us)
+		return false;
+	if (clock->held_from != NULL && clock->held_from(clock->held_arg, partition) <= at)
+		return false;
+	return true;
 }
 
 /* wm(p): the partition's watermark, DT_NOBEGIN before its first event. */
@@ -112,6 +123,25 @@ sw_future_bound(const SwStreamClock *clock, TimestampTz arrival)
 		!IS_VALID_TIMESTAMP(bound))
 		return DT_NOEND;
 	return bound;
+}
+
+/*
+ * Rows arrive at 'at' in these partitions (one transaction's, or several
+ * that committed in the same microsecond): first W moves with the
+ * partitions that went idle since the previous arrival, then the
+ * partitions count as active from 'at' on.
+ */
+void
+sw_observe_arrival(SwStreamClock *clock, const int32 *partitions, int n, TimestampTz at)
+{
+	sw_advance_watermark(clock, at);
+	for (int i = 0; i < n; i++)
+	{
+		SwPartitionClock *p = &clock->parts[partitions[i]];
+
+		if (TIMESTAMP_IS_NOBEGIN(p->last_arrival) || at > p->last_arrival)
+			p->last_arrival = at;
+	}
 }
 
 /*

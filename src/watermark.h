@@ -16,6 +16,13 @@ typedef struct SwPartitionClock
 	TimestampTz last_arrival;	/* DT_NOBEGIN when no row has arrived */
 } SwPartitionClock;
 
+/*
+ * Since when partition p has been held by a writing transaction that had
+ * not committed by the moment being judged (SPEC section 4: such a
+ * partition is not idle); DT_NOEND when none.  Supplied by process.c.
+ */
+typedef TimestampTz (*SwHeldFrom) (void *arg, int partition);
+
 /* What the watermark rule remembers of one stream. */
 typedef struct SwStreamClock
 {
@@ -28,6 +35,8 @@ typedef struct SwStreamClock
 	bool		limit_future;	/* max_future_skew is set */
 	int64		max_future_skew_us; /* max_future_skew, if limit_future */
 	int64		future_events;	/* events this step found too far ahead */
+	SwHeldFrom	held_from;		/* NULL: no partition is ever held */
+	void	   *held_arg;
 } SwStreamClock;
 
 extern bool sw_partition_is_idle(const SwStreamClock *clock, int partition,
@@ -37,6 +46,8 @@ extern TimestampTz sw_partition_watermark(const SwStreamClock *clock,
 extern TimestampTz sw_future_bound(const SwStreamClock *clock,
 								   TimestampTz arrival);
 extern bool sw_advance_watermark(SwStreamClock *clock, TimestampTz at);
+extern void sw_observe_arrival(SwStreamClock *clock, const int32 *partitions,
+							   int n, TimestampTz at);
 extern bool sw_observe_event(SwStreamClock *clock, int partition, int64 offset,
 							 TimestampTz event_time, TimestampTz arrival,
 							 TimestampTz *watermark_before);

@@ -645,7 +645,7 @@ tick_stream(Oid relid, StreamSchedule *entry, bool *backlog)
 		name = get_rel_name(relid);
 		pgstat_report_activity(STATE_RUNNING,
 							   psprintf("streamwm: processing stream %s", name ? name : "?"));
-		events = sw_process_stream(relid, GetCurrentTimestamp(), true, sw_batch_size);
+		events = sw_process_stream(relid, DT_NOBEGIN, true, sw_batch_size);
 		if (events < 0)
 			report_held_stream(relid, name, entry);
 		/* a full batch: rows are waiting, step again as soon as the others had theirs */

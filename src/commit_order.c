@@ -1,0 +1,491 @@
+/*-------------------------------------------------------------------------
+ * commit_order.c
+ *	  Owns the order in which the rows of a stream reach processing
+ *	  (SPEC sections 3 and 4): a row arrives when the transaction that wrote
+ *	  it commits, and no writer ever waits for another writer's open
+ *	  transaction.
+ *
+ * Writing.  The insert trigger (ingest.c) gives each row an offset from the
+ * stream's sequence at once, without any lock, and notes here, per
+ * transaction, the partitions written and the lowest and highest offset
+ * taken in each (sw_commit_order_note).  The first row a transaction writes
+ * into a partition also takes a transaction-scoped ShareLock on the
+ * partition's *hold* tag: writers share it, so none waits; processing looks
+ * at who holds it to know that rows are on their way (a partition held by
+ * an open writing transaction is not idle, SPEC section 4).
+ *
+ * Committing.  Just before the transaction commits (XACT_EVENT_PRE_COMMIT)
+ * it takes an ExclusiveLock on the *commit* tag of every partition it
+ * wrote, in a fixed order, and holds it until the commit is visible.  Under
+ * that lock it reads the partition's newest entry in streamwm.commit_log
+ * (hi: the highest offset committed there so far).  If its own offsets are
+ * all above it, nothing moves; otherwise some transaction that took offsets
+ * after ours committed first, and our rows are renumbered with fresh
+ * offsets from the sequence, above everything committed (an UPDATE of our
+ * own uncommitted rows; only a transaction that overlapped another
+ * committed one pays for it).  Then it adds one entry per partition:
+ *
+ *	 (stream, partition, lo, hi, arrival, held_from)
+ *
+ * meaning: the rows this transaction committed into the partition are
+ * exactly those with lo < sw_offset <= hi (lo is the previous entry's hi;
+ * offsets in that range taken by other transactions either roll back or
+ * are renumbered when they commit), they arrived at 'arrival' (the clock
+ * under the lock, never before the previous entry's arrival), and the
+ * partition was held from 'held_from' (the transaction's start) until then.
+ * So, in each partition, offsets and arrivals increase in commit order,
+ * and "offset > processed_offset" still finds every committed row exactly
+ * once.  The commit locks are held only from this moment to the end of the
+ * commit: a writer may wait for another's commit record, never for its
+ * open transaction.
+ *
+ * Reading.  A step takes the commit locks of all the stream's partitions in
+ * ShareLock mode (sw_commit_fence), notes which partitions are held by open
+ * writers and since when, reads the clock and takes its snapshot, and lets
+ * the locks go.  A transaction that stamped its arrival before that moment
+ * is visible in the snapshot, one that stamps it later is not and arrives
+ * after the step's clock: processing in arrival order never meets a row
+ * that arrived before something it has already processed.
+ *
+ * A transaction that wrote into a stream cannot be prepared (PREPARE
+ * TRANSACTION): it would keep the commit locks until COMMIT PREPARED.
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/sequence.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
+#include "storage/sinvaladt.h"
+#include "utils/backend_status.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "commit_order.h"
+
+/* field4 of the advisory lock tags of one (stream, partition) */
+#define SW_HOLD_LOCK_CLASS 0x7377
+#define SW_COMMIT_LOCK_CLASS 0x7379
+
+/* What this transaction wrote into one partition of one stream. */
+typedef struct SwPartitionWrite
+{
+	Oid			relid;
+	Oid			seqoid;
+	int32		partition;
+	int64		lo;				/* lowest offset taken */
+	int64		hi;				/* highest offset taken */
+} SwPartitionWrite;
+
+/* in TopTransactionContext; forgotten at the end of the transaction */
+static SwPartitionWrite *writes = NULL;
+static int	nwrites = 0;
+static int	capwrites = 0;
+static int	last_write = -1;
+
+/* set while this backend renumbers its own rows (guard.c lets it update) */
+bool		sw_renumbering = false;
+
+static void
+set_tag(LOCKTAG *tag, Oid relid, int32 partition, uint16 class)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, relid, (uint32) partition, class);
+}
+
+/* Take a lock that lasts until the top-level transaction ends. */
+static void
+lock_for_transaction(Oid relid, int32 partition, uint16 class, LOCKMODE mode)
+{
+	LOCKTAG		tag;
+	ResourceOwner save = CurrentResourceOwner;
+
+	set_tag(&tag, relid, partition, class);
+	CurrentResourceOwner = TopTransactionResourceOwner;
+	PG_TRY();
+	{
+		(void) LockAcquire(&tag, mode, false, false);
+	}
+	PG_FINALLY();
+	{
+		CurrentResourceOwner = save;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * The insert trigger took 'offset' for a row of partition 'partition' of
+ * stream 'relid' (whose sequence is 'seqoid').
+ */
+void
+sw_commit_order_note(Oid relid, Oid seqoid, int32 partition, int64 offset)
+{
+	SwPartitionWrite *w = NULL;
+
+	if (last_write >= 0 && last_write < nwrites &&
+		writes[last_write].relid == relid && writes[last_write].partition == partition)
+		w = &writes[last_write];
+	else
+	{
+		for (int i = 0; i < nwrites; i++)
+			if (writes[i].relid == relid && writes[i].partition == partition)
+			{
+				w = &writes[i];
+				last_write = i;
+				break;
+			}
+	}
+	if (w == NULL)
+	{
+		if (nwrites == capwrites)
+		{
+			capwrites = capwrites == 0 ? 4 : capwrites * 2;
+			writes = writes == NULL ?
+				MemoryContextAlloc(TopTransactionContext, capwrites * sizeof(SwPartitionWrite)) :
+				repalloc(writes, capwrites * sizeof(SwPartitionWrite));
+		}
+		/* rows are on their way into this partition: it is held */
+		lock_for_transaction(relid, partition, SW_HOLD_LOCK_CLASS, ShareLock);
+		w = &writes[nwrites];
+		w->relid = relid;
+		w->seqoid = seqoid;
+		w->partition = partition;
+		w->lo = offset;
+		w->hi = offset;
+		last_write = nwrites++;
+		return;
+	}
+	if (offset < w->lo)
+		w->lo = offset;
+	if (offset > w->hi)
+		w->hi = offset;
+}
+
+static int
+write_cmp(const void *a, const void *b)
+{
+	const SwPartitionWrite *x = a;
+	const SwPartitionWrite *y = b;
+
+	if (x->relid != y->relid)
+		return x->relid < y->relid ? -1 : 1;
+	if (x->partition != y->partition)
+		return x->partition < y->partition ? -1 : 1;
+	return 0;
+}
+
+/*
+ * Give this transaction's rows in w's partition new offsets above
+ * everything committed there, in their old order.  Runs as the stream's
+ * owner (its UPDATE triggers, if any, are the owner's).
+ */
+static void
+renumber(SwPartitionWrite *w)
+{
+	char	   *relname = sw_relation_name(w->relid);
+	SwRoleContext rcx;
+	Oid			seltypes[3] = {INT4OID, INT8OID, INT8OID};
+	Datum		selvalues[3];
+	Oid			updtypes[2] = {TIDARRAYOID, INT8ARRAYOID};
+	Datum		updvalues[2];
+	Datum	   *tids;
+	Datum	   *offsets;
+	int			n = 0;
+	uint64		found;
+
+	sw_enter_role(sw_relation_owner(w->relid), SW_SAFE_SEARCH_PATH, &rcx);
+	selvalues[0] = Int32GetDatum(w->partition);
+	selvalues[1] = Int64GetDatum(w->lo);
+	selvalues[2] = Int64GetDatum(w->hi);
+	sw_spi_exec(psprintf("SELECT t.ctid, t.xmin FROM ONLY %s t"
+						 " WHERE t.sw_partition = $1 AND t.sw_offset >= $2"
+						 " AND t.sw_offset <= $3 ORDER BY t.sw_offset", relname),
+				3, seltypes, selvalues, NULL, SPI_OK_SELECT);
+	found = SPI_processed;
+	tids = palloc(Max(found, 1) * sizeof(Datum));
+	offsets = palloc(Max(found, 1) * sizeof(Datum));
+	for (uint64 i = 0; i < found; i++)
+	{
+		bool		isnull;
+		TransactionId xmin = DatumGetTransactionId(sw_spi_getdatum(i, 2, &isnull));
+
+		if (!TransactionIdIsCurrentTransactionId(xmin))
+			continue;			/* another transaction's committed row */
+		tids[n] = datumCopy(sw_spi_getdatum(i, 1, &isnull), false, sizeof(ItemPointerData));
+		offsets[n] = Int64GetDatum(nextval_internal(w->seqoid, false));
+		n++;
+	}
+	SPI_freetuptable(SPI_tuptable);
+	if (n > 0)
+	{
+		updvalues[0] = PointerGetDatum(construct_array(tids, n, TIDOID,
+													   sizeof(ItemPointerData), false,
+													   TYPALIGN_SHORT));
+		updvalues[1] = PointerGetDatum(construct_array(offsets, n, INT8OID, 8,
+													   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		sw_renumbering = true;
+		PG_TRY();
+		{
+			sw_spi_exec(psprintf("UPDATE ONLY %s t SET sw_offset = u.o"
+								 " FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(t, o)"
+								 " WHERE t.ctid OPERATOR(pg_catalog.=) u.t", relname),
+						2, updtypes, updvalues, NULL, SPI_OK_UPDATE);
+		}
+		PG_FINALLY();
+		{
+			sw_renumbering = false;
+		}
+		PG_END_TRY();
+		if (SPI_processed != (uint64) n)
+			elog(ERROR, "streamwm: renumbering %d rows of stream %s updated " UINT64_FORMAT,
+				 n, relname, SPI_processed);
+		w->lo = DatumGetInt64(offsets[0]);
+		w->hi = DatumGetInt64(offsets[n - 1]);
+	}
+	else
+	{
+		/* nothing of ours is left there (rolled-back subtransactions) */
+		w->lo = w->hi = nextval_internal(w->seqoid, false);
+	}
+	sw_leave_role(&rcx);
+}
+
+/*
+ * XACT_EVENT_PRE_COMMIT of a transaction that wrote into streams: order it
+ * (see the file header).
+ */
+static void
+order_commit(void)
+{
+	SwRoleContext cx;
+	int64	   *hwm = palloc(nwrites * sizeof(int64));
+	TimestampTz arrival;
+	Oid			ptypes[2] = {OIDOID, INT4OID};
+	Oid			itypes[6] = {OIDARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		ivalues[6];
+	Datum	   *relids = palloc(nwrites * sizeof(Datum));
+	Datum	   *parts = palloc(nwrites * sizeof(Datum));
+	Datum	   *los = palloc(nwrites * sizeof(Datum));
+	Datum	   *his = palloc(nwrites * sizeof(Datum));
+	int			n = 0;
+
+	qsort(writes, nwrites, sizeof(SwPartitionWrite), write_cmp);
+	last_write = -1;
+	for (int i = 0; i < nwrites; i++)
+		lock_for_transaction(writes[i].relid, writes[i].partition,
+							 SW_COMMIT_LOCK_CLASS, ExclusiveLock);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+	arrival = GetCurrentTimestamp();
+	sw_enter_catalog(&cx);
+	for (int i = 0; i < nwrites; i++)
+	{
+		Datum		pvalues[2];
+		bool		isnull;
+
+		hwm[i] = -1;
+		/* a stream dropped in this very transaction took its rows along */
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(writes[i].relid)))
+			continue;
+		pvalues[0] = ObjectIdGetDatum(writes[i].relid);
+		pvalues[1] = Int32GetDatum(writes[i].partition);
+		sw_spi_exec_latest("SELECT hi, arrival FROM streamwm.commit_log"
+						   " WHERE stream = $1 AND partition = $2"
+						   " ORDER BY hi DESC LIMIT 1",
+						   2, ptypes, pvalues, NULL, SPI_OK_SELECT);
+		hwm[i] = 0;
+		if (SPI_processed == 1)
+		{
+			TimestampTz prev;
+
+			hwm[i] = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+			prev = DatumGetTimestampTz(sw_spi_getdatum(0, 2, &isnull));
+			/* arrivals never go back in a partition, whatever the clock does */
+			if (prev > arrival)
+				arrival = prev;
+		}
+	}
+	sw_leave_role(&cx);
+
+	for (int i = 0; i < nwrites; i++)
+	{
+		SwPartitionWrite *w = &writes[i];
+
+		if (hwm[i] < 0)
+			continue;
+		if (w->lo <= hwm[i])
+			renumber(w);
+		relids[n] = ObjectIdGetDatum(w->relid);
+		parts[n] = Int32GetDatum(w->partition);
+		los[n] = Int64GetDatum(hwm[i]);
+		his[n] = Int64GetDatum(w->hi);
+		n++;
+	}
+	if (n > 0)
+	{
+		ivalues[0] = PointerGetDatum(construct_array(relids, n, OIDOID, sizeof(Oid), true,
+													 TYPALIGN_INT));
+		ivalues[1] = PointerGetDatum(construct_array(parts, n, INT4OID, 4, true, TYPALIGN_INT));
+		ivalues[2] = PointerGetDatum(construct_array(los, n, INT8OID, 8, FLOAT8PASSBYVAL,
+													 TYPALIGN_DOUBLE));
+		ivalues[3] = PointerGetDatum(construct_array(his, n, INT8OID, 8, FLOAT8PASSBYVAL,
+													 TYPALIGN_DOUBLE));
+		ivalues[4] = TimestampTzGetDatum(arrival);
+		ivalues[5] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+		sw_enter_catalog(&cx);
+		sw_spi_exec("INSERT INTO streamwm.commit_log"
+					" (stream, partition, lo, hi, arrival, held_from)"
+					" SELECT s, p, l, h, $5, LEAST($6, $5)"
+					" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
+					" pg_catalog.unnest($3), pg_catalog.unnest($4)) AS x(s, p, l, h)",
+					6, itypes, ivalues, NULL, SPI_OK_INSERT);
+		sw_leave_role(&cx);
+	}
+	PopActiveSnapshot();
+	SPI_finish();
+}
+
+static void
+commit_order_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			if (nwrites > 0)
+				order_commit();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (nwrites > 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that has written into a stream"),
+						 errdetail("A stream orders its rows when the transaction that wrote them commits.")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			writes = NULL;
+			nwrites = capwrites = 0;
+			last_write = -1;
+			sw_renumbering = false;
+			break;
+		default:
+			break;
+	}
+}
+
+/* Called from _PG_init. */
+void
+sw_commit_order_init(void)
+{
+	RegisterXactCallback(commit_order_xact_callback, NULL);
+}
+
+/*
+ * When did 'pid' start its transaction?  DT_NOBEGIN if it cannot be told
+ * (track_activities off, or the backend is gone): held since ever.
+ */
+static TimestampTz
+xact_start_of(int pid)
+{
+	int			nb = pgstat_fetch_stat_numbackends();
+
+	for (int i = 1; i <= nb; i++)
+	{
+		LocalPgBackendStatus *ls = pgstat_fetch_stat_local_beentry(i);
+
+		if (ls != NULL && ls->backendStatus.st_procpid == pid &&
+			ls->backendStatus.st_xact_start_timestamp != 0)
+			return ls->backendStatus.st_xact_start_timestamp;
+	}
+	return DT_NOBEGIN;
+}
+
+/*
+ * Which partitions of a stream are held by open writing transactions, and
+ * since when (the oldest one): holds[p].pid is 0 when none.  The caller
+ * must hold the partitions' commit locks or not mind a holder committing
+ * meanwhile.
+ */
+void
+sw_partition_holders(Oid relid, int npartitions, SwPartitionHold *holds)
+{
+	bool		fresh = false;
+
+	for (int p = 0; p < npartitions; p++)
+	{
+		LOCKTAG		tag;
+		VirtualTransactionId *vxids;
+		int			count;
+
+		holds[p].pid = 0;
+		holds[p].since = DT_NOEND;
+		set_tag(&tag, relid, p, SW_HOLD_LOCK_CLASS);
+		vxids = GetLockConflicts(&tag, ExclusiveLock, &count);
+		for (int i = 0; VirtualTransactionIdIsValid(vxids[i]); i++)
+		{
+			PGPROC	   *proc = BackendIdGetProc(vxids[i].backendId);
+			int			pid = proc != NULL ? proc->pid : 0;
+			TimestampTz since;
+
+			if (pid == 0)
+				continue;
+			if (!fresh)
+			{
+				/* what other backends report, read now, not earlier in this transaction */
+				pgstat_clear_backend_activity_snapshot();
+				fresh = true;
+			}
+			since = xact_start_of(pid);
+			if (holds[p].pid == 0 || since < holds[p].since)
+			{
+				holds[p].pid = pid;
+				holds[p].since = since;
+			}
+		}
+	}
+}
+
+/*
+ * The moment a step reads a stream: see the file header.  Fills holds[]
+ * (npartitions entries) and *clock, and returns a registered snapshot the
+ * step reads the stream and its commit log with (the caller unregisters it).
+ */
+Snapshot
+sw_commit_fence(Oid relid, int npartitions, SwPartitionHold *holds, TimestampTz *clock)
+{
+	Snapshot	snap;
+
+	for (int p = 0; p < npartitions; p++)
+	{
+		LOCKTAG		tag;
+
+		set_tag(&tag, relid, p, SW_COMMIT_LOCK_CLASS);
+		(void) LockAcquire(&tag, ShareLock, false, false);
+	}
+	sw_partition_holders(relid, npartitions, holds);
+	*clock = GetCurrentTimestamp();
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	for (int p = 0; p < npartitions; p++)
+	{
+		LOCKTAG		tag;
+
+		set_tag(&tag, relid, p, SW_COMMIT_LOCK_CLASS);
+		(void) LockRelease(&tag, ShareLock, false);
+	}
+	return snap;
+}

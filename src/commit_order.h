@@ -1,0 +1,27 @@
+/*-------------------------------------------------------------------------
+ * commit_order.h
+ *	  Rows of a stream arrive when their transaction commits (commit_order.c).
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAMWM_COMMIT_ORDER_H
+#define STREAMWM_COMMIT_ORDER_H
+
+#include "datatype/timestamp.h"
+#include "utils/snapshot.h"
+
+/* An open writing transaction holding a partition: the oldest one. */
+typedef struct SwPartitionHold
+{
+	int			pid;			/* 0: nobody holds it */
+	TimestampTz since;			/* its transaction's start; DT_NOBEGIN if unknown */
+} SwPartitionHold;
+
+extern bool sw_renumbering;
+
+extern void sw_commit_order_init(void);
+extern void sw_commit_order_note(Oid relid, Oid seqoid, int32 partition, int64 offset);
+extern void sw_partition_holders(Oid relid, int npartitions, SwPartitionHold *holds);
+extern Snapshot sw_commit_fence(Oid relid, int npartitions, SwPartitionHold *holds,
+								TimestampTz *clock);
+
+#endif							/* STREAMWM_COMMIT_ORDER_H */
