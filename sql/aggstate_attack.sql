@@ -200,12 +200,13 @@ SELECT query, plan FROM streamwm.queries WHERE query = 'alice_q';
 RESET ROLE;
 
 -- rows i/4 s apart: each step adds rows to panes of windows still open
-CREATE FUNCTION swx_round(lo int, hi int) RETURNS void LANGUAGE plpgsql AS $$
+CREATE PROCEDURE swx_round(lo int, hi int) LANGUAGE plpgsql AS $$
 BEGIN
   FOR i IN lo..hi LOOP
     PERFORM streamwm.ingest('alice_s', jsonb_build_object('k', i % 3, 'v', i), write_time => to_timestamp(i::float8 / 4));
     PERFORM streamwm.ingest('bob_s', jsonb_build_object('k', i % 3, 'v', i), write_time => to_timestamp(i::float8 / 4));
   END LOOP;
+  COMMIT;     -- rows arrive when their transaction commits
   PERFORM streamwm.process('alice_s', now => to_timestamp(1000));
   PERFORM streamwm.process('bob_s', now => to_timestamp(1000));
 END $$;
@@ -215,8 +216,8 @@ LANGUAGE sql AS $$
          (SELECT count(*) FROM ((TABLE alice_q EXCEPT TABLE bob_q) UNION ALL (TABLE bob_q EXCEPT TABLE alice_q)) d)
     FROM streamwm.queries q WHERE q.query IN ('alice_q', 'bob_q') ORDER BY 1;
 $$;
-SELECT swx_round(0, 19);
-SELECT swx_round(20, 23);
+CALL swx_round(0, 19);
+CALL swx_round(20, 23);
 SELECT * FROM swx_state();
 
 -- bob cannot touch alice's pane table
@@ -226,7 +227,7 @@ SET ROLE regress_swx_alice;
 -- a forged state (the weight of avg's sum) and another aggregate's state
 UPDATE alice_q_panes SET sw_a2 = overlay(sw_a2 PLACING '\x80000000' FROM 37);
 RESET ROLE;
-SELECT swx_round(24, 27);
+CALL swx_round(24, 27);
 SELECT * FROM swx_state();
 -- state that does not read back is a cache gone bad: the next step rebuilds it
 SELECT streamwm.process('alice_s', now => to_timestamp(1000));
@@ -234,12 +235,12 @@ SELECT * FROM swx_state();
 SET ROLE regress_swx_alice;
 TRUNCATE alice_q_panes;
 RESET ROLE;
-SELECT swx_round(28, 31);
+CALL swx_round(28, 31);
 SELECT * FROM swx_state();
 SET ROLE regress_swx_alice;
 UPDATE alice_q_panes SET sw_a1 = sw_a3;
 RESET ROLE;
-SELECT swx_round(32, 35);
+CALL swx_round(32, 35);
 SELECT * FROM swx_state();
 -- a trigger of alice's that forges what a step writes
 SET ROLE regress_swx_alice;
@@ -248,31 +249,31 @@ CREATE FUNCTION alice_forge() RETURNS trigger LANGUAGE plpgsql AS
   $$BEGIN NEW.sw_a2 := overlay(NEW.sw_a2 PLACING '\x80000000' FROM 45); RETURN NEW; END$$;
 CREATE TRIGGER alice_forge BEFORE INSERT ON alice_q_panes FOR EACH ROW EXECUTE FUNCTION alice_forge();
 RESET ROLE;
-SELECT swx_round(36, 39);
-SELECT swx_round(40, 43);
+CALL swx_round(36, 39);
+CALL swx_round(40, 43);
 SELECT * FROM swx_state();
 SET ROLE regress_swx_alice;
 DROP TRIGGER alice_forge ON alice_q_panes;
 TRUNCATE alice_q_panes;
 RESET ROLE;
-SELECT swx_round(44, 47);
+CALL swx_round(44, 47);
 SELECT * FROM swx_state();
 -- another layout, name or persistence: rebuilt
 SET ROLE regress_swx_alice;
 ALTER TABLE alice_q_panes ALTER sw_a1 TYPE text;
 RESET ROLE;
-SELECT swx_round(48, 51);
+CALL swx_round(48, 51);
 SELECT * FROM swx_state();
 SET ROLE regress_swx_alice;
 ALTER TABLE alice_q_panes DROP COLUMN sw_a3;
 RESET ROLE;
-SELECT swx_round(52, 55);
+CALL swx_round(52, 55);
 SELECT * FROM swx_state();
 SET ROLE regress_swx_alice;
 ALTER TABLE alice_q_panes RENAME TO alice_renamed;
 ALTER TABLE alice_renamed SET UNLOGGED;
 RESET ROLE;
-SELECT swx_round(56, 59);
+CALL swx_round(56, 59);
 SELECT * FROM swx_state();
 SELECT count(*) AS bobs_operators_ran FROM bob_log;
 SELECT c.relname, c.relowner::regrole, c.relpersistence FROM streamwm.query_def d JOIN pg_class c ON c.oid = d.pane_table
@@ -295,7 +296,8 @@ SELECT window_start, k, mt, mu, lu FROM swx_tq ORDER BY 1;
 
 SELECT streamwm.drop_stream(s, cascade => true) FROM unnest(ARRAY['alice_s', 'bob_s', 'swx_t']) s;
 DROP TABLE alice_q, bob_q, swx_tq;
-DROP FUNCTION swx_round(int, int), swx_state();
+DROP PROCEDURE swx_round(int, int);
+DROP FUNCTION swx_state();
 DROP OWNED BY regress_swx_alice, regress_swx_bob;
 DROP ROLE regress_swx_alice;
 DROP ROLE regress_swx_bob;

@@ -129,27 +129,30 @@ SELECT m.name,
 -- NULL keys and inputs, in four steps; rows spread over 150 s so that
 -- windows of 60 s span steps; each step's first rows are 6 s behind, so
 -- that some are late (behind the watermark the step before left)
-CREATE FUNCTION eng_rows(lo int, hi int) RETURNS void LANGUAGE sql AS $$
+-- a procedure: rows arrive when their transaction commits
+CREATE PROCEDURE eng_rows(lo int, hi int) LANGUAGE plpgsql AS $$
+BEGIN
   INSERT INTO eng (sw_partition, sw_write_time, i, k, v, i2, i8, nm, f4, f8, t, tu, ts, b, x, y)
-  SELECT i % 3, to_timestamp(1000 + i * 0.3 + ((i * 7919) % 11 - 5) * 0.4 - CASE WHEN i < lo + 6 THEN 6 ELSE 0 END),
-         i, k, v, v::int2, v::int8 * 1000000007, round(v::numeric / 4, 2), (v * 0.5)::float4,
-         v * 0.25 + 0.1, t, t, 'epoch'::timestamptz + ((i * 97) % 1000) * interval '1 minute',
-         v > 5, v::float8, 2 * v + (i % 5) * 0.5
-    FROM generate_series(lo, hi) i,
-         LATERAL (SELECT CASE WHEN i % 17 = 0 THEN NULL ELSE (i * 13) % 5 END AS k,
-                         CASE WHEN i % 11 = 0 THEN NULL ELSE (i * 31) % 23 - 3 END AS v,
-                         CASE WHEN i % 13 = 0 THEN NULL
-                              ELSE (ARRAY['a', 'B', 'c', 'D', 'ab', 'Ab', 'b'])[1 + (i / 2 * 3) % 7] END AS t) x
-   ORDER BY i;
-  SELECT streamwm.process('eng', now => '1970-01-01 02:00:00+00');
-$$;
-SELECT eng_rows(1, 120);
-SELECT eng_rows(121, 260);
+    SELECT i % 3, to_timestamp(1000 + i * 0.3 + ((i * 7919) % 11 - 5) * 0.4 - CASE WHEN i < lo + 6 THEN 6 ELSE 0 END),
+           i, k, v, v::int2, v::int8 * 1000000007, round(v::numeric / 4, 2), (v * 0.5)::float4,
+           v * 0.25 + 0.1, t, t, 'epoch'::timestamptz + ((i * 97) % 1000) * interval '1 minute',
+           v > 5, v::float8, 2 * v + (i % 5) * 0.5
+      FROM generate_series(lo, hi) i,
+           LATERAL (SELECT CASE WHEN i % 17 = 0 THEN NULL ELSE (i * 13) % 5 END AS k,
+                           CASE WHEN i % 11 = 0 THEN NULL ELSE (i * 31) % 23 - 3 END AS v,
+                           CASE WHEN i % 13 = 0 THEN NULL
+                                ELSE (ARRAY['a', 'B', 'c', 'D', 'ab', 'Ab', 'b'])[1 + (i / 2 * 3) % 7] END AS t) x
+     ORDER BY i;
+  COMMIT;
+  PERFORM streamwm.process('eng', now => '1970-01-01 02:00:00+00');
+END $$;
+CALL eng_rows(1, 120);
+CALL eng_rows(121, 260);
 -- one row far behind the watermark: late, in no window
 SELECT streamwm.ingest('eng', '{"i": 0, "k": 1, "v": 1000, "t": "late"}', partition => 1,
                        write_time => to_timestamp(1010)) AS stored;
-SELECT eng_rows(261, 380);
-SELECT eng_rows(381, 500);
+CALL eng_rows(261, 380);
+CALL eng_rows(381, 500);
 SELECT watermark, events, late_events > 1 AS some_late,
        (SELECT count(*) FROM eng JOIN streamwm.late_events l ON l.stream = 'eng'::regclass
           AND l.partition = eng.sw_partition AND l.sw_offset = eng.sw_offset WHERE eng.i = 0) AS late_row_listed
@@ -210,6 +213,7 @@ BEGIN
         EXECUTE format('DROP TABLE IF EXISTS %I', r.relname);
     END LOOP;
 END $$;
-DROP FUNCTION eng_compare(regclass, text, text[]), eng_approx_eq(float8, float8), eng_rows(int, int),
+DROP FUNCTION eng_compare(regclass, text, text[]), eng_approx_eq(float8, float8),
               eng_create(), eng_model(eng_case, interval, interval), eng_query(eng_case);
+DROP PROCEDURE eng_rows(int, int);
 DROP TABLE eng_case, eng_shape, eng_made;

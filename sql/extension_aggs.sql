@@ -49,17 +49,20 @@ SELECT query, plan FROM streamwm.queries WHERE query LIKE 'sk\_%' ORDER BY query
 
 -- 400 rows over 100 s, out of order by up to 2 s, in four steps; the first
 -- rows of each step 6 s behind (some late)
-CREATE FUNCTION sk_rows(lo int, hi int) RETURNS void LANGUAGE sql AS $$
+-- a procedure: rows arrive when their transaction commits
+CREATE PROCEDURE sk_rows(lo int, hi int) LANGUAGE plpgsql AS $$
+BEGIN
   INSERT INTO sk (sw_partition, sw_write_time, i, k, v, f)
-  SELECT i % 2, to_timestamp(2000 + i * 0.25 + ((i * 7919) % 11 - 5) * 0.4 - CASE WHEN i < lo + 4 THEN 6 ELSE 0 END),
-         i, (i * 7) % 3, CASE WHEN i % 19 = 0 THEN NULL ELSE (i * 31) % 29 END, ((i * 37) % 101) * 0.37 - 5
-    FROM generate_series(lo, hi) i ORDER BY i;
-  SELECT streamwm.process('sk', now => '1970-01-01 02:00:00+00');
-$$;
-SELECT sk_rows(1, 100);
-SELECT sk_rows(101, 220);
-SELECT sk_rows(221, 330);
-SELECT sk_rows(331, 400);
+    SELECT i % 2, to_timestamp(2000 + i * 0.25 + ((i * 7919) % 11 - 5) * 0.4 - CASE WHEN i < lo + 4 THEN 6 ELSE 0 END),
+           i, (i * 7) % 3, CASE WHEN i % 19 = 0 THEN NULL ELSE (i * 31) % 29 END, ((i * 37) % 101) * 0.37 - 5
+      FROM generate_series(lo, hi) i ORDER BY i;
+  COMMIT;
+  PERFORM streamwm.process('sk', now => '1970-01-01 02:00:00+00');
+END $$;
+CALL sk_rows(1, 100);
+CALL sk_rows(101, 220);
+CALL sk_rows(221, 330);
+CALL sk_rows(331, 400);
 SELECT late_events > 0 AS some_late FROM streamwm.streams WHERE stream = 'sk'::regclass;
 SELECT count(*) AS query_errors FROM streamwm.queries WHERE query LIKE 'sk\_%' AND last_error IS NOT NULL;
 
@@ -110,7 +113,8 @@ BEGIN
         EXECUTE format('DROP TABLE IF EXISTS %I', r.relname);
     END LOOP;
 END $$;
-DROP FUNCTION sk_compare(regclass, text, interval, interval, text[]), sk_rows(int, int);
+DROP FUNCTION sk_compare(regclass, text, interval, interval, text[]);
+DROP PROCEDURE sk_rows(int, int);
 DROP TABLE sk_case, sk_shape;
 DROP EXTENSION tdigest;
 DROP EXTENSION hll;

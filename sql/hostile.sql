@@ -67,7 +67,7 @@ CREATE TABLE bob_s (x int);
 SELECT streamwm._register_stream('hs_a', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);   -- not his table
 SELECT streamwm._register_stream('bob_s', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);  -- not a stream table
 CREATE TABLE bob_fake (x int, sw_partition int, sw_offset bigint, sw_write_time timestamptz,
-                       sw_event_time timestamptz, sw_arrival timestamptz);
+                       sw_event_time timestamptz);
 SELECT streamwm._register_stream('bob_fake', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);  -- columns alone do not make a stream
 CREATE VIEW bob_v AS SELECT 1 AS x;
 SELECT streamwm._register_stream('bob_v', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);  -- a view is never a stream

@@ -13,19 +13,22 @@ SELECT streamwm.create_query(q, 'SELECT k, count(*) AS n, sum(v) AS s, min(v) AS
 SELECT query, plan FROM streamwm.queries WHERE query LIKE 'pr\_%' ORDER BY 1;
 SELECT count(*) AS pane_tables FROM pg_class WHERE relname IN ('pr_a_panes', 'pr_b_panes', 'pr_c_panes');
 
-CREATE FUNCTION pr_round(lo int, hi int) RETURNS void LANGUAGE sql AS $$
-  SELECT streamwm.ingest('pr', jsonb_agg(jsonb_build_object('k', i % 3, 'v', i)), partition => p,
+-- a procedure: rows arrive when their transaction commits
+CREATE PROCEDURE pr_round(lo int, hi int) LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM streamwm.ingest('pr', jsonb_agg(jsonb_build_object('k', i % 3, 'v', i)), partition => p,
                          write_time => to_timestamp(i::float8 / 2))
-    FROM generate_series(lo, hi) i, LATERAL (SELECT i % 2 AS p) x GROUP BY i, p;
-  SELECT streamwm.process('pr', now => to_timestamp(1000));
-$$;
-SELECT pr_round(0, 19);
+    FROM generate_series(lo, hi) i, LATERAL (SELECT i % 2 AS p) x GROUP BY i, p ORDER BY i;
+  COMMIT;
+  PERFORM streamwm.process('pr', now => to_timestamp(1000));
+END $$;
+CALL pr_round(0, 19);
 -- open windows are partly folded now; empty one state and drop the other
 SELECT (SELECT count(*) FROM pr_b_panes) > 0 AS had_state;
 TRUNCATE pr_b_panes;
 DROP TABLE pr_c_panes;
-SELECT pr_round(20, 39);
-SELECT pr_round(40, 59);
+CALL pr_round(20, 39);
+CALL pr_round(40, 59);
 SELECT query, windows_emitted, last_error FROM streamwm.queries WHERE query LIKE 'pr\_%' ORDER BY 1;
 SELECT count(*) AS windows, count(DISTINCT window_start) AS starts FROM pr_a;
 SELECT count(*) AS differences FROM (
@@ -52,4 +55,4 @@ SELECT to_regclass('pr_c_panes') IS NULL AS pane_state_dropped;
 SELECT streamwm.drop_stream('pr', cascade => true);
 SELECT count(*) AS pane_tables_left FROM pg_class WHERE relname LIKE 'pr\__\_panes';
 DROP TABLE pr_a, pr_b, pr_c;
-DROP FUNCTION pr_round(int, int);
+DROP PROCEDURE pr_round(int, int);

@@ -24,6 +24,7 @@ BEGIN
         IF step = 35 THEN UPDATE gate SET ok = true; END IF;
         PERFORM streamwm.ingest('ret', jsonb_agg(jsonb_build_object('v', i)), write_time => t)
            FROM src WHERE i > step * 60 AND i <= (step + 1) * 60 GROUP BY t;
+        COMMIT;     -- rows arrive when their transaction commits
         PERFORM streamwm.process('ret');
         INSERT INTO sizes SELECT step, CASE WHEN step BETWEEN 25 AND 34 THEN 'failing' ELSE 'healthy' END,
                                  count(*) FROM ret;

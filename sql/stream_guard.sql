@@ -118,7 +118,7 @@ INSERT INTO gclicks (sw_partition, sw_write_time, pass, payload)
 ALTER TABLE gclicks ALTER COLUMN sw_offset TYPE text;
 ALTER TABLE gclicks ALTER COLUMN sw_partition TYPE numeric;
 ALTER TABLE gclicks DROP COLUMN sw_partition;
-ALTER TABLE gclicks DROP COLUMN sw_arrival CASCADE;
+ALTER TABLE gclicks DROP COLUMN sw_write_time CASCADE;
 ALTER TABLE gclicks RENAME COLUMN sw_event_time TO et;
 ALTER TABLE gclicks RENAME sw_write_time TO wt;
 ALTER TABLE gclicks RENAME COLUMN payload TO sw_payload;
@@ -144,8 +144,8 @@ ALTER TABLE gclicks INHERIT other_parent;
 CREATE TABLE gclicks_copy (LIKE gclicks);
 ALTER TABLE gclicks_copy INHERIT gclicks;
 CREATE TABLE parted (pass int8, payload text, sw_partition int, sw_offset bigint,
-                     sw_write_time timestamptz, sw_event_time timestamptz,
-                     sw_arrival timestamptz) PARTITION BY LIST (pass);
+                     sw_write_time timestamptz, sw_event_time timestamptz)
+                     PARTITION BY LIST (pass);
 ALTER TABLE parted ATTACH PARTITION gclicks FOR VALUES IN (1);
 ALTER SEQUENCE gclicks_sw_offset_seq RESTART;
 DROP SEQUENCE gclicks_sw_offset_seq;
@@ -196,13 +196,12 @@ SELECT streamwm.drop_stream('broken', cascade => true);
 DROP TABLE broken_q;
 
 ------------------------------------------------------------------------
--- 3. Append-only: no UPDATE, no explicit sw_offset / sw_event_time /
---    sw_arrival, no TRUNCATE ... RESTART IDENTITY.
+-- 3. Append-only: no UPDATE, no explicit sw_offset / sw_event_time,
+--    no TRUNCATE ... RESTART IDENTITY.
 ------------------------------------------------------------------------
 UPDATE gclicks SET payload = 'x' WHERE false;
 UPDATE gclicks SET payload = 'x';
 INSERT INTO gclicks (pass, sw_event_time) VALUES (1, '2024-01-01T00:00:00Z');
-INSERT INTO gclicks (pass, sw_arrival) VALUES (1, '2024-01-01T00:00:00Z');
 INSERT INTO gclicks (pass, sw_offset) VALUES (1, 7);
 COPY gclicks (pass, sw_event_time) FROM STDIN;
 1	2024-01-01 00:00:00+00

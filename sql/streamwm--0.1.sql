@@ -440,7 +440,8 @@ BEGIN
                    'sw_partition int NOT NULL, '
                    'sw_offset bigint NOT NULL, '
                    'sw_write_time timestamptz NOT NULL, '
-                   'sw_event_time timestamptz NOT NULL)', qname, columns);
+                   'sw_event_time timestamptz NOT NULL)',
+                   qname, columns);
     PERFORM streamwm._check_create_table(ddl);
     PERFORM pg_catalog.set_config('search_path', user_path, true);
     EXECUTE ddl;

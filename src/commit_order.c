@@ -170,6 +170,16 @@ sw_commit_order_note(Oid relid, Oid seqoid, int32 partition, int64 offset)
 		w->hi = offset;
 }
 
+/* Has this transaction written into the stream? */
+bool
+sw_commit_order_wrote(Oid relid)
+{
+	for (int i = 0; i < nwrites; i++)
+		if (writes[i].relid == relid)
+			return true;
+	return false;
+}
+
 static int
 write_cmp(const void *a, const void *b)
 {
@@ -183,62 +193,112 @@ write_cmp(const void *a, const void *b)
 	return 0;
 }
 
+/* One of our own rows, found to be renumbered. */
+typedef struct OwnRow
+{
+	int64		offset;
+	ItemPointerData tid;
+	int			write;			/* index into writes[] */
+} OwnRow;
+
+static int
+own_row_cmp(const void *a, const void *b)
+{
+	int64		x = ((const OwnRow *) a)->offset;
+	int64		y = ((const OwnRow *) b)->offset;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
 /*
- * Give this transaction's rows in w's partition new offsets above
- * everything committed there, in their old order.  Runs as the stream's
- * owner (its UPDATE triggers, if any, are the owner's).
+ * Give this transaction's rows in writes[from..to) (one stream) new
+ * offsets above everything committed, keeping the order in which they were
+ * written, across partitions too.  Runs as the stream's owner (its UPDATE
+ * triggers, if any, are the owner's).
  */
 static void
-renumber(SwPartitionWrite *w)
+renumber(int from, int to)
 {
-	char	   *relname = sw_relation_name(w->relid);
+	Oid			relid = writes[from].relid;
+	Oid			seqoid = writes[from].seqoid;
+	char	   *relname = sw_relation_name(relid);
+	char	   *select_sql;
 	SwRoleContext rcx;
-	Oid			seltypes[3] = {INT4OID, INT8OID, INT8OID};
-	Datum		selvalues[3];
-	Oid			updtypes[2] = {TIDARRAYOID, INT8ARRAYOID};
-	Datum		updvalues[2];
+	OwnRow	   *rows = NULL;
+	int			n = 0;
+	int			cap = 0;
 	Datum	   *tids;
 	Datum	   *offsets;
-	int			n = 0;
-	uint64		found;
 
-	sw_enter_role(sw_relation_owner(w->relid), SW_SAFE_SEARCH_PATH, &rcx);
-	selvalues[0] = Int32GetDatum(w->partition);
-	selvalues[1] = Int64GetDatum(w->lo);
-	selvalues[2] = Int64GetDatum(w->hi);
-	sw_spi_exec(psprintf("SELECT t.ctid, t.xmin FROM ONLY %s t"
-						 " WHERE t.sw_partition = $1 AND t.sw_offset >= $2"
-						 " AND t.sw_offset <= $3 ORDER BY t.sw_offset", relname),
-				3, seltypes, selvalues, NULL, SPI_OK_SELECT);
-	found = SPI_processed;
-	tids = palloc(Max(found, 1) * sizeof(Datum));
-	offsets = palloc(Max(found, 1) * sizeof(Datum));
-	for (uint64 i = 0; i < found; i++)
+	sw_enter_role(sw_relation_owner(relid), SW_SAFE_SEARCH_PATH, &rcx);
+	select_sql = psprintf("SELECT t.ctid, t.xmin, t.sw_offset FROM ONLY %s t"
+						  " WHERE t.sw_partition = $1 AND t.sw_offset >= $2"
+						  " AND t.sw_offset <= $3", relname);
+	for (int w = from; w < to; w++)
 	{
-		bool		isnull;
-		TransactionId xmin = DatumGetTransactionId(sw_spi_getdatum(i, 2, &isnull));
+		Oid			types[3] = {INT4OID, INT8OID, INT8OID};
+		Datum		values[3] = {Int32GetDatum(writes[w].partition),
+		Int64GetDatum(writes[w].lo), Int64GetDatum(writes[w].hi)};
 
-		if (!TransactionIdIsCurrentTransactionId(xmin))
-			continue;			/* another transaction's committed row */
-		tids[n] = datumCopy(sw_spi_getdatum(i, 1, &isnull), false, sizeof(ItemPointerData));
-		offsets[n] = Int64GetDatum(nextval_internal(w->seqoid, false));
-		n++;
+		sw_spi_exec(select_sql, 3, types, values, NULL, SPI_OK_SELECT);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			TransactionId xmin = DatumGetTransactionId(sw_spi_getdatum(i, 2, &isnull));
+
+			if (!TransactionIdIsCurrentTransactionId(xmin))
+				continue;		/* another transaction's committed row */
+			if (n == cap)
+			{
+				cap = cap == 0 ? 64 : cap * 2;
+				rows = rows == NULL ? palloc(cap * sizeof(OwnRow)) :
+					repalloc_huge(rows, cap * sizeof(OwnRow));
+			}
+			rows[n].tid = *(ItemPointer) DatumGetPointer(sw_spi_getdatum(i, 1, &isnull));
+			rows[n].offset = DatumGetInt64(sw_spi_getdatum(i, 3, &isnull));
+			rows[n].write = w;
+			n++;
+		}
+		SPI_freetuptable(SPI_tuptable);
+		/* a partition left with nothing of ours (rolled-back subtransactions) */
+		writes[w].lo = writes[w].hi = -1;
 	}
-	SPI_freetuptable(SPI_tuptable);
+
+	qsort(rows, n, sizeof(OwnRow), own_row_cmp);
+	tids = palloc(Max(n, 1) * sizeof(Datum));
+	offsets = palloc(Max(n, 1) * sizeof(Datum));
+	for (int i = 0; i < n; i++)
+	{
+		SwPartitionWrite *w = &writes[rows[i].write];
+		int64		o = nextval_internal(seqoid, false);
+
+		tids[i] = PointerGetDatum(&rows[i].tid);
+		offsets[i] = Int64GetDatum(o);
+		if (w->lo < 0)
+			w->lo = o;
+		w->hi = o;
+	}
+	for (int w = from; w < to; w++)
+		if (writes[w].lo < 0)
+			writes[w].lo = writes[w].hi = nextval_internal(seqoid, false);
+
 	if (n > 0)
 	{
-		updvalues[0] = PointerGetDatum(construct_array(tids, n, TIDOID,
-													   sizeof(ItemPointerData), false,
-													   TYPALIGN_SHORT));
-		updvalues[1] = PointerGetDatum(construct_array(offsets, n, INT8OID, 8,
-													   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		Oid			types[2] = {TIDARRAYOID, INT8ARRAYOID};
+		Datum		values[2];
+
+		values[0] = PointerGetDatum(construct_array(tids, n, TIDOID,
+													sizeof(ItemPointerData), false,
+													TYPALIGN_SHORT));
+		values[1] = PointerGetDatum(construct_array(offsets, n, INT8OID, 8,
+													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		sw_renumbering = true;
 		PG_TRY();
 		{
 			sw_spi_exec(psprintf("UPDATE ONLY %s t SET sw_offset = u.o"
 								 " FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(t, o)"
 								 " WHERE t.ctid OPERATOR(pg_catalog.=) u.t", relname),
-						2, updtypes, updvalues, NULL, SPI_OK_UPDATE);
+						2, types, values, NULL, SPI_OK_UPDATE);
 		}
 		PG_FINALLY();
 		{
@@ -248,13 +308,6 @@ renumber(SwPartitionWrite *w)
 		if (SPI_processed != (uint64) n)
 			elog(ERROR, "streamwm: renumbering %d rows of stream %s updated " UINT64_FORMAT,
 				 n, relname, SPI_processed);
-		w->lo = DatumGetInt64(offsets[0]);
-		w->hi = DatumGetInt64(offsets[n - 1]);
-	}
-	else
-	{
-		/* nothing of ours is left there (rolled-back subtransactions) */
-		w->lo = w->hi = nextval_internal(w->seqoid, false);
 	}
 	sw_leave_role(&rcx);
 }
@@ -319,14 +372,28 @@ order_commit(void)
 	}
 	sw_leave_role(&cx);
 
+	/*
+	 * A stream any of whose partitions has a row committed above our lowest
+	 * offset there: move all our rows in it above everything committed.
+	 */
+	for (int i = 0; i < nwrites;)
+	{
+		int			j = i;
+		bool		overtaken = false;
+
+		for (; j < nwrites && writes[j].relid == writes[i].relid; j++)
+			if (hwm[j] >= 0 && writes[j].lo <= hwm[j])
+				overtaken = true;
+		if (overtaken)
+			renumber(i, j);
+		i = j;
+	}
 	for (int i = 0; i < nwrites; i++)
 	{
 		SwPartitionWrite *w = &writes[i];
 
 		if (hwm[i] < 0)
 			continue;
-		if (w->lo <= hwm[i])
-			renumber(w);
 		relids[n] = ObjectIdGetDatum(w->relid);
 		parts[n] = Int32GetDatum(w->partition);
 		los[n] = Int64GetDatum(hwm[i]);

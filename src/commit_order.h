@@ -19,6 +19,7 @@ typedef struct SwPartitionHold
 extern bool sw_renumbering;
 
 extern void sw_commit_order_init(void);
+extern bool sw_commit_order_wrote(Oid relid);
 extern void sw_commit_order_note(Oid relid, Oid seqoid, int32 partition, int64 offset);
 extern void sw_partition_holders(Oid relid, int npartitions, SwPartitionHold *holds);
 extern Snapshot sw_commit_fence(Oid relid, int npartitions, SwPartitionHold *holds,

@@ -237,8 +237,9 @@ typedef struct LogEntry
  * unread (a partition whose entries were cut at 'limit') are taken: so the
  * partitions of every moment of arrival taken are all known.  Then the
  * rows of those entries, up to 'limit' per partition in offset order, and
- * the two are merged: entry by entry in arrival order (ties by partition),
- * each entry's rows in offset order.
+ * the two are merged: moment by moment of arrival, and within a moment in
+ * offset order across partitions (the order a transaction wrote its rows;
+ * one sequence serves the whole stream).
  */
 static uint64
 read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
@@ -264,6 +265,7 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	int		   *first = palloc(np * sizeof(int));
 	int		   *nrows = palloc0(np * sizeof(int));
 	bool	   *truncated = palloc0(np * sizeof(bool));
+	int64	   *bound = palloc(np * sizeof(int64));
 	int32	   *groupparts = palloc(np * sizeof(int32));
 	int64	   *offs;
 	TimestampTz *times;
@@ -391,49 +393,71 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	}
 	SPI_freetuptable(SPI_tuptable);
 	for (int p = 0; p < np; p++)
-		truncated[p] = nrows[p] == limit;
-
-	/* merge: entries in arrival order, each one's rows in offset order */
-	for (int i = 0; i < ntaken && !stopped; i++)
 	{
-		LogEntry   *e = &entries[i];
-		int32		p = e->partition;
+		truncated[p] = nrows[p] == limit;
+		bound[p] = -1;
+	}
 
-		if (i == 0 || e->arrival != entries[i - 1].arrival)
+	/*
+	 * Merge: moment by moment of arrival, the rows that arrived then in
+	 * offset order, across partitions too (a transaction's rows in the order
+	 * it wrote them).
+	 */
+	for (int i = 0; i < ntaken && !stopped;)
+	{
+		TimestampTz arrival = entries[i].arrival;
+		int			j = i;
+		int			k = 0;
+
+		/* the moment's entries: what each partition got then, up to where */
+		for (; j < ntaken && entries[j].arrival == arrival; j++)
 		{
-			int			k = 0;
+			int32		p = entries[j].partition;
 
-			for (int j = i; j < ntaken && entries[j].arrival == e->arrival; j++)
-				groupparts[k++] = entries[j].partition;
-			sw_observe_arrival(clock, groupparts, k, e->arrival);
+			if (bound[p] < 0)
+				groupparts[k++] = p;
+			if (entries[j].hi > bound[p])
+				bound[p] = entries[j].hi;
 		}
+		sw_observe_arrival(clock, groupparts, k, arrival);
 		for (;;)
 		{
+			int32		p = -1;
 			int64		off;
 			TimestampTz t;
 			TimestampTz w;
 
-			if (nrows[p] == 0)
+			for (int g = 0; g < k; g++)
 			{
-				/* every fetched row of p is read; if the fetch was cut, stop */
-				stopped = truncated[p];
-				break;
+				int32		q = groupparts[g];
+
+				if (nrows[q] == 0)
+				{
+					/* q's fetched rows are all read; if the fetch was cut, stop */
+					if (truncated[q] && clock->parts[q].processed_offset < bound[q])
+						stopped = true;
+					continue;
+				}
+				if (offs[first[q]] > bound[q])
+					continue;
+				if (p < 0 || offs[first[q]] < offs[first[p]])
+					p = q;
 			}
-			off = offs[first[p]];
-			if (off > e->hi)
+			if (stopped || p < 0)
 				break;
 			if ((int64) n >= limit)
 			{
 				stopped = true;
 				break;
 			}
+			off = offs[first[p]];
 			t = times[first[p]];
 			first[p]++;
 			nrows[p]--;
 			n++;
 			r->held_known[p] = false;
-			if (sw_observe_event(clock, p, off, t, e->arrival, &w))
-				late_rows_add(late, p, off, t, w, e->arrival);
+			if (sw_observe_event(clock, p, off, t, arrival, &w))
+				late_rows_add(late, p, off, t, w, arrival);
 			else
 			{
 				if (t < late->pending_min)
@@ -442,12 +466,17 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 					add_mark(late, clock);
 			}
 		}
-		if (stopped)
-			break;
-		/* the entry's rows are all read (its other offsets are gaps) */
-		if (clock->parts[p].processed_offset < e->hi)
-			clock->parts[p].processed_offset = e->hi;
-		r->held_known[p] = false;
+		/* the moment's rows are all read (its other offsets are gaps) */
+		for (int g = 0; g < k; g++)
+		{
+			int32		q = groupparts[g];
+
+			if (!stopped && clock->parts[q].processed_offset < bound[q])
+				clock->parts[q].processed_offset = bound[q];
+			r->held_known[q] = false;
+			bound[q] = -1;
+		}
+		i = j;
 	}
 	if (stopped)
 		*caught_up = false;
@@ -835,6 +864,15 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	late.arrival = palloc(late.cap * sizeof(TimestampTz));
 	late.pending_min = DT_NOEND;
 
+	/* its rows have not arrived yet, and they would be read as if they had */
+	if (sw_commit_order_wrote(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot process stream %s in the transaction that wrote into it",
+						sw_relation_name(relid)),
+				 errdetail("Rows arrive when the transaction that wrote them commits."),
+				 errhint("Commit first, then call streamwm.process().")));
+
 	/* streamwm's own statements run as the catalog's owner, user SQL as its owner */
 	sw_enter_catalog(&ccx);
 	if (!sw_catalog_lock_stream(relid, from_worker, &clock, &retention_us))
@@ -881,7 +919,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	 * backlog is never idle: only judge when caught up.
 	 */
 	if (caught_up && now > last_arrival(&clock))
-		sw_advance_watermark(&clock, now);
+		sw_advance_until(&clock, now);
 	clock.held_from = NULL;
 	UnregisterSnapshot(reader.snapshot);
 

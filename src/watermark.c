@@ -21,9 +21,9 @@
  *			 writes into p had begun by a and not committed yet (p is held);
  *	 W	   = max(W, min of wm(p) over the partitions not idle at a); with
  *			 every partition idle, W holds;
- *	 W is advanced at each moment rows arrive, before they are judged (the
- *			 partitions that became idle since the previous arrival are
- *			 excluded then, not when some step ends), and after each event;
+ *	 W is advanced at every moment a partition becomes idle (then, not
+ *			 when some step happens to end: sw_advance_until), at each moment
+ *			 rows arrive, before they are judged, and after each event;
  *			 the rows of one transaction arrive together, so every partition
  *			 it wrote is active at that moment;
  *	 an event is late when its event time is < W as left by the events
@@ -125,6 +125,59 @@ sw_future_bound(const SwStreamClock *clock, TimestampTz arrival)
 	return bound;
 }
 
+static int
+timestamp_cmp(const void *a, const void *b)
+{
+	TimestampTz x = *(const TimestampTz *) a;
+	TimestampTz y = *(const TimestampTz *) b;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * Advance W through every moment from the newest arrival applied so far up
+ * to 'at': at each moment a partition became idle (its newest arrival plus
+ * idle_timeout; whether a writing transaction held it then is asked at
+ * that moment), and at 'at'.  Nothing arrives in between, so these are the
+ * only moments W can move; taking them one by one is what makes the result
+ * independent of when steps run.
+ */
+void
+sw_advance_until(SwStreamClock *clock, TimestampTz at)
+{
+	TimestampTz from = DT_NOBEGIN;
+	TimestampTz *moments = palloc(clock->npartitions * sizeof(TimestampTz));
+	int			n = 0;
+
+	for (int i = 0; i < clock->npartitions; i++)
+	{
+		TimestampTz newest = clock->parts[i].last_arrival;
+
+		if (TIMESTAMP_IS_NOBEGIN(newest))
+			newest = clock->created;
+		if (newest > from)
+			from = newest;
+	}
+	for (int i = 0; i < clock->npartitions; i++)
+	{
+		TimestampTz newest = clock->parts[i].last_arrival;
+		TimestampTz idle_at;
+
+		if (TIMESTAMP_IS_NOBEGIN(newest))
+			newest = clock->created;
+		/* the first moment 'newest < moment - idle_timeout' holds */
+		if (pg_add_s64_overflow(newest, clock->idle_timeout_us + 1, &idle_at))
+			continue;
+		if (idle_at > from && idle_at < at)
+			moments[n++] = idle_at;
+	}
+	qsort(moments, n, sizeof(TimestampTz), timestamp_cmp);
+	for (int i = 0; i < n; i++)
+		sw_advance_watermark(clock, moments[i]);
+	sw_advance_watermark(clock, at);
+	pfree(moments);
+}
+
 /*
  * Rows arrive at 'at' in these partitions (one transaction's, or several
  * that committed in the same microsecond): first W moves with the
@@ -134,7 +187,7 @@ sw_future_bound(const SwStreamClock *clock, TimestampTz arrival)
 void
 sw_observe_arrival(SwStreamClock *clock, const int32 *partitions, int n, TimestampTz at)
 {
-	sw_advance_watermark(clock, at);
+	sw_advance_until(clock, at);
 	for (int i = 0; i < n; i++)
 	{
 		SwPartitionClock *p = &clock->parts[partitions[i]];

@@ -46,6 +46,7 @@ extern TimestampTz sw_partition_watermark(const SwStreamClock *clock,
 extern TimestampTz sw_future_bound(const SwStreamClock *clock,
 								   TimestampTz arrival);
 extern bool sw_advance_watermark(SwStreamClock *clock, TimestampTz at);
+extern void sw_advance_until(SwStreamClock *clock, TimestampTz at);
 extern void sw_observe_arrival(SwStreamClock *clock, const int32 *partitions,
 							   int n, TimestampTz at);
 extern bool sw_observe_event(SwStreamClock *clock, int partition, int64 offset,

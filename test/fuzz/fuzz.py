@@ -608,13 +608,13 @@ class Gen:
         r = self.r
         ddl = r.choice([
             "ALTER TABLE fz_s1 DROP COLUMN sw_partition",
-            "ALTER TABLE fz_s1 DROP COLUMN sw_arrival",
+            "ALTER TABLE fz_s1 DROP COLUMN sw_write_time",
             "ALTER TABLE fz_s1 ALTER COLUMN sw_offset TYPE text",
             "ALTER TABLE fz_s1 ALTER COLUMN sw_partition TYPE numeric",
             "ALTER TABLE fz_s1 ALTER COLUMN sw_partition TYPE int2",
             "ALTER TABLE fz_s1 ALTER COLUMN sw_event_time TYPE timestamp",
             "ALTER TABLE fz_s1 ALTER COLUMN sw_write_time TYPE text",
-            "ALTER TABLE fz_s1 ALTER COLUMN sw_arrival DROP NOT NULL",
+            "ALTER TABLE fz_s1 ALTER COLUMN sw_write_time DROP NOT NULL",
             "ALTER TABLE fz_s1 RENAME COLUMN sw_offset TO o",
             "ALTER TABLE fz_s1 DROP COLUMN k",
             "ALTER TABLE fz_s1 DROP COLUMN f",

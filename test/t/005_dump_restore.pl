@@ -115,7 +115,7 @@ sub pj_state
 {
 	my ($db, $with_arrivals) = @_;
 	my $arrival = $with_arrivals ? 'last_arrival' : "'-'";
-	my $sw_arrival = $with_arrivals ? 'sw_arrival' : "'-'";
+	my $log_times = $with_arrivals ? "arrival || ' ' || held_from" : "'-'";
 	return $node->safe_psql($db, qq{
 		SET TimeZone = 'UTC';
 		SELECT string_agg(x, E'\\n' ORDER BY x) FROM (
@@ -134,10 +134,11 @@ sub pj_state
 		  UNION ALL SELECT format('pj1_q %s %s %s %s', window_start, k, n, s) FROM pj1_q
 		  UNION ALL SELECT format('pj1_all %s %s', window_start, vs) FROM pj1_all
 		  UNION ALL SELECT format('pj2_q %s %s %s', window_start, who, top) FROM pj2_q
-		  UNION ALL SELECT format('pj1 %s %s %s %s %s %s', sw_partition, sw_offset, sw_event_time, k, v,
-		                          $sw_arrival) FROM pj1
-		  UNION ALL SELECT format('pj2 %s %s %s %s %s %s', sw_partition, sw_offset, sw_event_time, who, v,
-		                          $sw_arrival) FROM pj2
+		  UNION ALL
+		  SELECT format('commit %s %s %s %s %s', stream, partition, lo, hi, $log_times)
+		    FROM streamwm.commit_log
+		  UNION ALL SELECT format('pj1 %s %s %s %s %s', sw_partition, sw_offset, sw_event_time, k, v) FROM pj1
+		  UNION ALL SELECT format('pj2 %s %s %s %s %s', sw_partition, sw_offset, sw_event_time, who, v) FROM pj2
 		) s});
 }
 
