@@ -128,6 +128,7 @@ make_x() {   # make_x KIND: a fresh table x of that kind
     case $1 in
         plain)  $PSQL -c "CREATE TABLE x (auction int8, bidder int8, price int8, sw_write_time timestamptz)" ;;
         stream) $PSQL -c "SELECT streamwm.create_stream('x', 'auction int8, bidder int8, price int8')" >/dev/null ;;
+        stream2) $PSQL -c "SELECT streamwm.create_stream('x', 'auction int8, bidder int8, price int8', partitions => 2)" >/dev/null ;;
     esac
     $PSQL -c "CHECKPOINT"
 }
@@ -135,7 +136,7 @@ load_client() {   # load_client KIND METHOD PART: one client's load
     case $2 in
         copy)   $PSQL -c "COPY x ($cols) FROM STDIN" <"$dir/$3.tsv" ;;
         multi)  $PSQL -f "$dir/$3.multi.sql" >/dev/null ;;
-        ingest) $PSQL -f "$dir/$3.json.$1.sql" >/dev/null ;;
+        ingest) $PSQL -f "$dir/$3.json.${1%2}.sql" >/dev/null ;;
     esac
 }
 : >"$dir/ingest_times.txt"
@@ -144,6 +145,8 @@ for ((run = 0; run < runs; run++)); do
     for method in "${methods[@]}"; do
         for clients in 1 2; do
             kinds=(stream plain); [ $(( (run + clients) % 2 )) = 1 ] && kinds=(plain stream)
+            # two writers: also a stream with a partition each (sessions spread over them)
+            [ "$clients" = 2 ] && kinds+=(stream2)
             for kind in "${kinds[@]}"; do
                 make_x "$kind"
                 if [ "$method" = pgbench ]; then
@@ -299,15 +302,20 @@ echo "- rows: bench/nexmark/gen.c (Nexmark bids: persons, auctions, bids 1:3:46;
 echo
 echo "## 1. Ingest, rows/s"
 echo
-echo "$irows rows (Nexmark bids) per load; with 2 clients each loads half at the same time. Stream: \`create_stream('x', 'auction int8, bidder int8, price int8')\` (defaults: 1 partition, each session sticky to it); plain: \`CREATE TABLE x (auction int8, bidder int8, price int8, sw_write_time timestamptz)\`, no index. multi: INSERT of 1,000 rows a statement, one transaction each. ingest: \`streamwm.ingest('x', jsonb array of 1,000 objects)\` against \`INSERT INTO x SELECT * FROM jsonb_populate_recordset(NULL::x, the same array)\`. pgbench: single-row INSERT, -M prepared, $pgbs s, same --random-seed. Median of $runs runs; a fresh table and CHECKPOINT before each."
+echo "$irows rows (Nexmark bids) per load; with 2 clients each loads half at the same time. Stream: \`create_stream('x', 'auction int8, bidder int8, price int8')\` (defaults: 1 partition, each session sticky to it; with 2 clients also a stream with \`partitions => 2\`, where the two sessions stick to different partitions); plain: \`CREATE TABLE x (auction int8, bidder int8, price int8, sw_write_time timestamptz)\`, no index. multi: INSERT of 1,000 rows a statement, one transaction each. ingest: \`streamwm.ingest('x', jsonb array of 1,000 objects)\` against \`INSERT INTO x SELECT * FROM jsonb_populate_recordset(NULL::x, the same array)\`. pgbench: single-row INSERT, -M prepared, $pgbs s, same --random-seed. Median of $runs runs; a fresh table and CHECKPOINT before each."
 echo
-echo "| method | clients | stream rows/s | plain rows/s | stream : plain | stream runs | plain runs |"
-echo "|---|---:|---:|---:|---:|---|---|"
+echo "| method | clients | stream rows/s | plain rows/s | stream : plain | stream, 2 partitions : plain | stream runs | plain runs |"
+echo "|---|---:|---:|---:|---:|---:|---|---|"
 for method in "${methods[@]}"; do
     for clients in 1 2; do
         read -r sm sall <<<"$(ingest_rps "$method" "$clients" stream)"
         read -r pm pall <<<"$(ingest_rps "$method" "$clients" plain)"
-        echo "| $method | $clients | $sm | $pm | $(ratio "$sm" "$pm") | $sall | $pall |"
+        two=-
+        if [ "$clients" = 2 ]; then
+            read -r s2 s2all <<<"$(ingest_rps "$method" "$clients" stream2)"
+            two="$(ratio "$s2" "$pm") ($s2)"
+        fi
+        echo "| $method | $clients | $sm | $pm | $(ratio "$sm" "$pm") | $two | $sall | $pall |"
     done
 done
 echo

@@ -64,6 +64,7 @@
 #include "utils/backend_status.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
@@ -72,10 +73,23 @@
 
 #include "catalog.h"
 #include "commit_order.h"
+#include "limit.h"
 
-/* field4 of the advisory lock tags of one (stream, partition) */
+/* field4 of streamwm's advisory lock tags; field3 is the partition */
 #define SW_HOLD_LOCK_CLASS 0x7377
 #define SW_COMMIT_LOCK_CLASS 0x7379
+
+/* field3 of the tags that stand for the whole stream */
+#define SW_WHOLE_STREAM ((uint32) 0xFFFFFFFF)
+
+/*
+ * A transaction holds at most this many partitions of a stream one by one;
+ * beyond that it holds the whole stream (one lock), and commits take one
+ * lock per stripe of partitions, not per partition: a stream may have 4096
+ * partitions, the lock table is sized by max_locks_per_transaction.
+ */
+#define SW_MAX_HOLD_LOCKS 32
+#define SW_COMMIT_STRIPES 32
 
 /* What this transaction wrote into one partition of one stream. */
 typedef struct SwPartitionWrite
@@ -85,6 +99,11 @@ typedef struct SwPartitionWrite
 	int32		partition;
 	int64		lo;				/* lowest offset taken */
 	int64		hi;				/* highest offset taken */
+	int			nruns;			/* the offsets taken, as runs [from, to] */
+	int			capruns;
+	int64	   *runs;			/* 2 * nruns */
+	int64		hwm;			/* at commit: the partition's newest entry's hi */
+	TimestampTz prev_arrival;	/* and its arrival */
 } SwPartitionWrite;
 
 /* in TopTransactionContext; forgotten at the end of the transaction */
@@ -92,24 +111,41 @@ static SwPartitionWrite *writes = NULL;
 static int	nwrites = 0;
 static int	capwrites = 0;
 static int	last_write = -1;
+static bool ordering = false;	/* order_commit() is running */
 
-/* set while this backend renumbers its own rows (guard.c lets it update) */
-bool		sw_renumbering = false;
+/* the two statements every commit into a stream runs, prepared once */
+static SPIPlanPtr newest_plan = NULL;
+static SPIPlanPtr insert_plan = NULL;
+
+static SPIPlanPtr
+keep_plan(const char *sql, int nargs, Oid *types)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+
+	if (plan == NULL)
+		elog(ERROR, "streamwm: preparing \"%s\" failed: %s",
+			 sql, SPI_result_code_string(SPI_result));
+	SPI_keepplan(plan);
+	return plan;
+}
+
+/* the stream whose rows this backend is renumbering (guard.c lets that UPDATE through) */
+Oid			sw_renumbering = InvalidOid;
 
 static void
-set_tag(LOCKTAG *tag, Oid relid, int32 partition, uint16 class)
+set_tag(LOCKTAG *tag, Oid relid, uint32 field3, uint16 class)
 {
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, relid, (uint32) partition, class);
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, relid, field3, class);
 }
 
 /* Take a lock that lasts until the top-level transaction ends. */
 static void
-lock_for_transaction(Oid relid, int32 partition, uint16 class, LOCKMODE mode)
+lock_for_transaction(Oid relid, uint32 field3, uint16 class, LOCKMODE mode)
 {
 	LOCKTAG		tag;
 	ResourceOwner save = CurrentResourceOwner;
 
-	set_tag(&tag, relid, partition, class);
+	set_tag(&tag, relid, field3, class);
 	CurrentResourceOwner = TopTransactionResourceOwner;
 	PG_TRY();
 	{
@@ -122,6 +158,19 @@ lock_for_transaction(Oid relid, int32 partition, uint16 class, LOCKMODE mode)
 	PG_END_TRY();
 }
 
+/* Let go of a lock taken by lock_for_transaction(). */
+static void
+unlock(Oid relid, uint32 field3, uint16 class, LOCKMODE mode)
+{
+	LOCKTAG		tag;
+	ResourceOwner save = CurrentResourceOwner;
+
+	set_tag(&tag, relid, field3, class);
+	CurrentResourceOwner = TopTransactionResourceOwner;
+	(void) LockRelease(&tag, mode, false);
+	CurrentResourceOwner = save;
+}
+
 /*
  * The insert trigger took 'offset' for a row of partition 'partition' of
  * stream 'relid' (whose sequence is 'seqoid').
@@ -131,43 +180,95 @@ sw_commit_order_note(Oid relid, Oid seqoid, int32 partition, int64 offset)
 {
 	SwPartitionWrite *w = NULL;
 
+	if (ordering)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot write into a stream while the transaction commits")));
 	if (last_write >= 0 && last_write < nwrites &&
 		writes[last_write].relid == relid && writes[last_write].partition == partition)
 		w = &writes[last_write];
 	else
 	{
+		int			in_stream = 0;
+
 		for (int i = 0; i < nwrites; i++)
-			if (writes[i].relid == relid && writes[i].partition == partition)
+		{
+			if (writes[i].relid != relid)
+				continue;
+			in_stream++;
+			if (writes[i].partition == partition)
 			{
 				w = &writes[i];
 				last_write = i;
 				break;
 			}
-	}
-	if (w == NULL)
-	{
-		if (nwrites == capwrites)
-		{
-			capwrites = capwrites == 0 ? 4 : capwrites * 2;
-			writes = writes == NULL ?
-				MemoryContextAlloc(TopTransactionContext, capwrites * sizeof(SwPartitionWrite)) :
-				repalloc(writes, capwrites * sizeof(SwPartitionWrite));
 		}
-		/* rows are on their way into this partition: it is held */
-		lock_for_transaction(relid, partition, SW_HOLD_LOCK_CLASS, ShareLock);
-		w = &writes[nwrites];
-		w->relid = relid;
-		w->seqoid = seqoid;
-		w->partition = partition;
-		w->lo = offset;
-		w->hi = offset;
-		last_write = nwrites++;
-		return;
+		if (w == NULL)
+		{
+			if (nwrites == capwrites)
+			{
+				capwrites = capwrites == 0 ? 4 : capwrites * 2;
+				writes = writes == NULL ?
+					MemoryContextAlloc(TopTransactionContext,
+									   capwrites * sizeof(SwPartitionWrite)) :
+					repalloc(writes, capwrites * sizeof(SwPartitionWrite));
+			}
+			/* rows are on their way into this partition: it is held */
+			if (in_stream < SW_MAX_HOLD_LOCKS)
+				lock_for_transaction(relid, (uint32) partition, SW_HOLD_LOCK_CLASS, ShareLock);
+			else if (in_stream == SW_MAX_HOLD_LOCKS)
+				lock_for_transaction(relid, SW_WHOLE_STREAM, SW_HOLD_LOCK_CLASS, ShareLock);
+			w = &writes[nwrites];
+			memset(w, 0, sizeof(SwPartitionWrite));
+			w->relid = relid;
+			w->seqoid = seqoid;
+			w->partition = partition;
+			w->lo = w->hi = offset;
+			last_write = nwrites++;
+		}
 	}
 	if (offset < w->lo)
 		w->lo = offset;
 	if (offset > w->hi)
 		w->hi = offset;
+	/* the exact offsets taken, so that renumbering moves our rows and only them */
+	if (w->nruns > 0 && w->runs[2 * w->nruns - 1] == offset - 1)
+		w->runs[2 * w->nruns - 1] = offset;
+	else
+	{
+		if (w->nruns == w->capruns)
+		{
+			w->capruns = w->capruns == 0 ? 4 : w->capruns * 2;
+			w->runs = w->runs == NULL ?
+				MemoryContextAlloc(TopTransactionContext, 2 * w->capruns * sizeof(int64)) :
+				repalloc_huge(w->runs, 2 * w->capruns * sizeof(int64));
+		}
+		w->runs[2 * w->nruns] = offset;
+		w->runs[2 * w->nruns + 1] = offset;
+		w->nruns++;
+	}
+}
+
+/* Did this transaction take 'offset' in w's partition? */
+static bool
+took_offset(const SwPartitionWrite *w, int64 offset)
+{
+	int			lo = 0;
+	int			hi = w->nruns - 1;
+
+	/* runs are in increasing order: one sequence, taken in order */
+	while (lo <= hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (offset < w->runs[2 * mid])
+			hi = mid - 1;
+		else if (offset > w->runs[2 * mid + 1])
+			lo = mid + 1;
+		else
+			return true;
+	}
+	return false;
 }
 
 /* Has this transaction written into the stream? */
@@ -212,9 +313,10 @@ own_row_cmp(const void *a, const void *b)
 
 /*
  * Give this transaction's rows in writes[from..to) (one stream) new
- * offsets above everything committed, keeping the order in which they were
- * written, across partitions too.  Runs as the stream's owner (its UPDATE
- * triggers, if any, are the owner's).
+ * offsets above everything taken so far, keeping the order in which they
+ * were written, across partitions too.  As the stream's owner, with
+ * session_replication_role = replica (no ordinary trigger of the owner's
+ * fires: this is no user's UPDATE), bounded by streamwm.query_timeout.
  */
 static void
 renumber(int from, int to)
@@ -225,12 +327,20 @@ renumber(int from, int to)
 	char	   *select_sql;
 	SwRoleContext rcx;
 	OwnRow	   *rows = NULL;
-	int			n = 0;
-	int			cap = 0;
+	int64		n = 0;
+	int64		cap = 0;
 	Datum	   *tids;
 	Datum	   *offsets;
 
+	if (sw_stream_forces_rls(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot commit rows into stream %s: it has FORCE ROW LEVEL SECURITY", relname),
+				 errhint("ALTER TABLE %s NO FORCE ROW LEVEL SECURITY; streamwm reads a stream as its owner.",
+						 relname)));
 	sw_enter_role(sw_relation_owner(relid), SW_SAFE_SEARCH_PATH, &rcx);
+	(void) set_config_option("session_replication_role", "replica",
+							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	select_sql = psprintf("SELECT t.ctid, t.xmin, t.sw_offset FROM ONLY %s t"
 						  " WHERE t.sw_partition = $1 AND t.sw_offset >= $2"
 						  " AND t.sw_offset <= $3", relname);
@@ -240,14 +350,17 @@ renumber(int from, int to)
 		Datum		values[3] = {Int32GetDatum(writes[w].partition),
 		Int64GetDatum(writes[w].lo), Int64GetDatum(writes[w].hi)};
 
-		sw_spi_exec(select_sql, 3, types, values, NULL, SPI_OK_SELECT);
+		sw_spi_exec_bounded(psprintf("renumbering rows of stream %s", relname),
+							select_sql, 3, types, values, NULL, SPI_OK_SELECT, InvalidSnapshot);
 		for (uint64 i = 0; i < SPI_processed; i++)
 		{
 			bool		isnull;
 			TransactionId xmin = DatumGetTransactionId(sw_spi_getdatum(i, 2, &isnull));
+			int64		offset = DatumGetInt64(sw_spi_getdatum(i, 3, &isnull));
 
-			if (!TransactionIdIsCurrentTransactionId(xmin))
-				continue;		/* another transaction's committed row */
+			/* ours: written by us (a table rewrite rewrites others' rows too) at an offset we took */
+			if (!TransactionIdIsCurrentTransactionId(xmin) || !took_offset(&writes[w], offset))
+				continue;
 			if (n == cap)
 			{
 				cap = cap == 0 ? 64 : cap * 2;
@@ -255,19 +368,20 @@ renumber(int from, int to)
 					repalloc_huge(rows, cap * sizeof(OwnRow));
 			}
 			rows[n].tid = *(ItemPointer) DatumGetPointer(sw_spi_getdatum(i, 1, &isnull));
-			rows[n].offset = DatumGetInt64(sw_spi_getdatum(i, 3, &isnull));
+			rows[n].offset = offset;
 			rows[n].write = w;
 			n++;
 		}
 		SPI_freetuptable(SPI_tuptable);
 		/* a partition left with nothing of ours (rolled-back subtransactions) */
 		writes[w].lo = writes[w].hi = -1;
+		writes[w].nruns = 0;
 	}
 
 	qsort(rows, n, sizeof(OwnRow), own_row_cmp);
-	tids = palloc(Max(n, 1) * sizeof(Datum));
-	offsets = palloc(Max(n, 1) * sizeof(Datum));
-	for (int i = 0; i < n; i++)
+	tids = palloc_extended(Max(n, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
+	offsets = palloc_extended(Max(n, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
+	for (int64 i = 0; i < n; i++)
 	{
 		SwPartitionWrite *w = &writes[rows[i].write];
 		int64		o = nextval_internal(seqoid, false);
@@ -292,37 +406,162 @@ renumber(int from, int to)
 													TYPALIGN_SHORT));
 		values[1] = PointerGetDatum(construct_array(offsets, n, INT8OID, 8,
 													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		sw_renumbering = true;
+		sw_renumbering = relid;
 		PG_TRY();
 		{
-			sw_spi_exec(psprintf("UPDATE ONLY %s t SET sw_offset = u.o"
-								 " FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(t, o)"
-								 " WHERE t.ctid OPERATOR(pg_catalog.=) u.t", relname),
-						2, types, values, NULL, SPI_OK_UPDATE);
+			sw_spi_exec_bounded(psprintf("renumbering rows of stream %s", relname),
+								psprintf("UPDATE ONLY %s t SET sw_offset = u.o"
+										 " FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(t, o)"
+										 " WHERE t.ctid OPERATOR(pg_catalog.=) u.t", relname),
+								2, types, values, NULL, SPI_OK_UPDATE, InvalidSnapshot);
 		}
 		PG_FINALLY();
 		{
-			sw_renumbering = false;
+			sw_renumbering = InvalidOid;
 		}
 		PG_END_TRY();
 		if (SPI_processed != (uint64) n)
-			elog(ERROR, "streamwm: renumbering %d rows of stream %s updated " UINT64_FORMAT,
+			elog(ERROR, "streamwm: renumbering " INT64_FORMAT " rows of stream %s updated " UINT64_FORMAT,
 				 n, relname, SPI_processed);
+	}
+	/* renumbered offsets are taken in order: each partition's are one or more runs, rebuilt */
+	for (int64 i = 0; i < n; i++)
+	{
+		SwPartitionWrite *w = &writes[rows[i].write];
+		int64		o = DatumGetInt64(offsets[i]);
+
+		if (w->nruns > 0 && w->runs[2 * w->nruns - 1] == o - 1)
+			w->runs[2 * w->nruns - 1] = o;
+		else
+		{
+			if (w->nruns == w->capruns)
+			{
+				w->capruns = w->capruns == 0 ? 4 : w->capruns * 2;
+				w->runs = w->runs == NULL ?
+					MemoryContextAlloc(TopTransactionContext, 2 * w->capruns * sizeof(int64)) :
+					repalloc_huge(w->runs, 2 * w->capruns * sizeof(int64));
+			}
+			w->runs[2 * w->nruns] = o;
+			w->runs[2 * w->nruns + 1] = o;
+			w->nruns++;
+		}
 	}
 	sw_leave_role(&rcx);
 }
 
 /*
+ * Read each written partition's newest commit log entry, with the latest
+ * snapshot; a write into a stream dropped in this transaction gets hwm -1.
+ * Returns true if some stream must be renumbered (some write has an offset
+ * at or below its partition's hwm).
+ */
+static bool
+probe_newest(void)
+{
+	SwRoleContext cx;
+	Oid			ptypes[2] = {OIDOID, INT4OID};
+	bool		overtaken = false;
+
+	sw_enter_catalog(&cx);
+	for (int i = 0; i < nwrites; i++)
+	{
+		Datum		pvalues[2];
+		bool		isnull;
+
+		writes[i].hwm = -1;
+		writes[i].prev_arrival = DT_NOBEGIN;
+		/* a stream dropped in this very transaction took its rows along */
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(writes[i].relid)))
+			continue;
+		pvalues[0] = ObjectIdGetDatum(writes[i].relid);
+		pvalues[1] = Int32GetDatum(writes[i].partition);
+		if (newest_plan == NULL)
+			newest_plan = keep_plan("SELECT hi, arrival FROM streamwm.commit_log"
+									" WHERE stream = $1 AND partition = $2"
+									" ORDER BY hi DESC LIMIT 1", 2, ptypes);
+		if (SPI_execute_snapshot(newest_plan, pvalues, NULL, GetLatestSnapshot(),
+								 InvalidSnapshot, true, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "streamwm: reading the commit log failed");
+		writes[i].hwm = 0;
+		if (SPI_processed == 1)
+		{
+			writes[i].hwm = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+			writes[i].prev_arrival = DatumGetTimestampTz(sw_spi_getdatum(0, 2, &isnull));
+		}
+		SPI_freetuptable(SPI_tuptable);
+		if (writes[i].lo <= writes[i].hwm)
+			overtaken = true;
+	}
+	sw_leave_role(&cx);
+	return overtaken;
+}
+
+/* Renumber every stream some of whose partitions were overtaken. */
+static void
+renumber_overtaken(void)
+{
+	for (int i = 0; i < nwrites;)
+	{
+		int			j = i;
+		bool		overtaken = false;
+
+		for (; j < nwrites && writes[j].relid == writes[i].relid; j++)
+			if (writes[j].hwm >= 0 && writes[j].lo <= writes[j].hwm)
+				overtaken = true;
+		if (overtaken)
+			renumber(i, j);
+		i = j;
+	}
+}
+
+/*
+ * The commit locks of every stream written, in (stream, stripe) order: per
+ * stream, the gate (RowExclusiveLock: committers share it, a step's fence
+ * takes it in ShareLock), then the stripes of the partitions written
+ * (ExclusiveLock: committers into one partition take turns).
+ */
+static void
+commit_locks(bool take)
+{
+	for (int i = 0; i < nwrites;)
+	{
+		Oid			relid = writes[i].relid;
+		bool		stripes[SW_COMMIT_STRIPES] = {false};
+		int			j = i;
+
+		for (; j < nwrites && writes[j].relid == relid; j++)
+			stripes[writes[j].partition % SW_COMMIT_STRIPES] = true;
+		if (take)
+			lock_for_transaction(relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS, RowExclusiveLock);
+		else
+			unlock(relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS, RowExclusiveLock);
+		for (int k = 0; k < SW_COMMIT_STRIPES; k++)
+			if (stripes[k])
+			{
+				if (take)
+					lock_for_transaction(relid, (uint32) k, SW_COMMIT_LOCK_CLASS, ExclusiveLock);
+				else
+					unlock(relid, (uint32) k, SW_COMMIT_LOCK_CLASS, ExclusiveLock);
+			}
+		i = j;
+	}
+}
+
+/* attempts at renumbering outside the commit locks before doing it under them */
+#define SW_RENUMBER_ATTEMPTS 3
+
+/*
  * XACT_EVENT_PRE_COMMIT of a transaction that wrote into streams: order it
- * (see the file header).
+ * (see the file header).  Renumbering, when needed, runs before the commit
+ * locks are taken, so that no other committer waits for it; if yet another
+ * transaction overtook ours meanwhile, the locks are let go and it is done
+ * again, and only after a few such rounds under the locks.
  */
 static void
 order_commit(void)
 {
 	SwRoleContext cx;
-	int64	   *hwm = palloc(nwrites * sizeof(int64));
 	TimestampTz arrival;
-	Oid			ptypes[2] = {OIDOID, INT4OID};
 	Oid			itypes[6] = {OIDARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
 	TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Datum		ivalues[6];
@@ -332,71 +571,41 @@ order_commit(void)
 	Datum	   *his = palloc(nwrites * sizeof(Datum));
 	int			n = 0;
 
+	ordering = true;
 	qsort(writes, nwrites, sizeof(SwPartitionWrite), write_cmp);
 	last_write = -1;
-	for (int i = 0; i < nwrites; i++)
-		lock_for_transaction(writes[i].relid, writes[i].partition,
-							 SW_COMMIT_LOCK_CLASS, ExclusiveLock);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	PushActiveSnapshot(GetTransactionSnapshot());
-	arrival = GetCurrentTimestamp();
-	sw_enter_catalog(&cx);
-	for (int i = 0; i < nwrites; i++)
+	for (int attempt = 1;; attempt++)
 	{
-		Datum		pvalues[2];
-		bool		isnull;
-
-		hwm[i] = -1;
-		/* a stream dropped in this very transaction took its rows along */
-		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(writes[i].relid)))
-			continue;
-		pvalues[0] = ObjectIdGetDatum(writes[i].relid);
-		pvalues[1] = Int32GetDatum(writes[i].partition);
-		sw_spi_exec_latest("SELECT hi, arrival FROM streamwm.commit_log"
-						   " WHERE stream = $1 AND partition = $2"
-						   " ORDER BY hi DESC LIMIT 1",
-						   2, ptypes, pvalues, NULL, SPI_OK_SELECT);
-		hwm[i] = 0;
-		if (SPI_processed == 1)
+		if (probe_newest())
+			renumber_overtaken();
+		commit_locks(true);
+		if (!probe_newest())
+			break;
+		if (attempt >= SW_RENUMBER_ATTEMPTS)
 		{
-			TimestampTz prev;
-
-			hwm[i] = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
-			prev = DatumGetTimestampTz(sw_spi_getdatum(0, 2, &isnull));
-			/* arrivals never go back in a partition, whatever the clock does */
-			if (prev > arrival)
-				arrival = prev;
+			renumber_overtaken();
+			break;
 		}
+		commit_locks(false);
 	}
-	sw_leave_role(&cx);
 
-	/*
-	 * A stream any of whose partitions has a row committed above our lowest
-	 * offset there: move all our rows in it above everything committed.
-	 */
-	for (int i = 0; i < nwrites;)
-	{
-		int			j = i;
-		bool		overtaken = false;
-
-		for (; j < nwrites && writes[j].relid == writes[i].relid; j++)
-			if (hwm[j] >= 0 && writes[j].lo <= hwm[j])
-				overtaken = true;
-		if (overtaken)
-			renumber(i, j);
-		i = j;
-	}
+	arrival = GetCurrentTimestamp();
 	for (int i = 0; i < nwrites; i++)
 	{
 		SwPartitionWrite *w = &writes[i];
 
-		if (hwm[i] < 0)
+		if (w->hwm < 0)
 			continue;
+		/* arrivals never go back in a partition, whatever the clock does */
+		if (w->prev_arrival > arrival)
+			arrival = w->prev_arrival;
 		relids[n] = ObjectIdGetDatum(w->relid);
 		parts[n] = Int32GetDatum(w->partition);
-		los[n] = Int64GetDatum(hwm[i]);
+		los[n] = Int64GetDatum(w->hwm);
 		his[n] = Int64GetDatum(w->hi);
 		n++;
 	}
@@ -412,16 +621,20 @@ order_commit(void)
 		ivalues[4] = TimestampTzGetDatum(arrival);
 		ivalues[5] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
 		sw_enter_catalog(&cx);
-		sw_spi_exec("INSERT INTO streamwm.commit_log"
-					" (stream, partition, lo, hi, arrival, held_from)"
-					" SELECT s, p, l, h, $5, LEAST($6, $5)"
-					" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
-					" pg_catalog.unnest($3), pg_catalog.unnest($4)) AS x(s, p, l, h)",
-					6, itypes, ivalues, NULL, SPI_OK_INSERT);
+		if (insert_plan == NULL)
+			insert_plan = keep_plan("INSERT INTO streamwm.commit_log"
+									" (stream, partition, lo, hi, arrival, held_from)"
+									" SELECT s, p, l, h, $5, LEAST($6, $5)"
+									" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
+									" pg_catalog.unnest($3), pg_catalog.unnest($4)) AS x(s, p, l, h)",
+									6, itypes);
+		if (SPI_execute_plan(insert_plan, ivalues, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "streamwm: writing the commit log failed");
 		sw_leave_role(&cx);
 	}
 	PopActiveSnapshot();
 	SPI_finish();
+	ordering = false;
 }
 
 static void
@@ -448,7 +661,8 @@ commit_order_xact_callback(XactEvent event, void *arg)
 			writes = NULL;
 			nwrites = capwrites = 0;
 			last_write = -1;
-			sw_renumbering = false;
+			ordering = false;
+			sw_renumbering = InvalidOid;
 			break;
 		default:
 			break;
@@ -484,24 +698,25 @@ xact_start_of(int pid)
 
 /*
  * Which partitions of a stream are held by open writing transactions, and
- * since when (the oldest one): holds[p].pid is 0 when none.  The caller
- * must hold the partitions' commit locks or not mind a holder committing
- * meanwhile.
+ * since when (the oldest one): holds[p].pid is 0 when none.  A transaction
+ * that wrote into many partitions holds the whole stream.
  */
 void
 sw_partition_holders(Oid relid, int npartitions, SwPartitionHold *holds)
 {
 	bool		fresh = false;
+	SwPartitionHold whole = {0, DT_NOEND};
 
-	for (int p = 0; p < npartitions; p++)
+	for (int p = -1; p < npartitions; p++)
 	{
 		LOCKTAG		tag;
 		VirtualTransactionId *vxids;
 		int			count;
+		SwPartitionHold *h = p < 0 ? &whole : &holds[p];
 
-		holds[p].pid = 0;
-		holds[p].since = DT_NOEND;
-		set_tag(&tag, relid, p, SW_HOLD_LOCK_CLASS);
+		if (p >= 0)
+			*h = whole;
+		set_tag(&tag, relid, p < 0 ? SW_WHOLE_STREAM : (uint32) p, SW_HOLD_LOCK_CLASS);
 		vxids = GetLockConflicts(&tag, ExclusiveLock, &count);
 		for (int i = 0; VirtualTransactionIdIsValid(vxids[i]); i++)
 		{
@@ -518,13 +733,36 @@ sw_partition_holders(Oid relid, int npartitions, SwPartitionHold *holds)
 				fresh = true;
 			}
 			since = xact_start_of(pid);
-			if (holds[p].pid == 0 || since < holds[p].since)
+			if (h->pid == 0 || since < h->since)
 			{
-				holds[p].pid = pid;
-				holds[p].since = since;
+				h->pid = pid;
+				h->since = since;
 			}
 		}
 	}
+}
+
+/*
+ * A partition for a session that gives none, starting at 'start': the
+ * first that no other transaction holds, so that concurrent sessions spread
+ * over the partitions and their commits rarely overtake each other
+ * (commit_order.c renumbers a transaction that was overtaken).
+ */
+int
+sw_pick_free_partition(Oid relid, int npartitions, int start)
+{
+	for (int k = 0; k < npartitions; k++)
+	{
+		int			p = (start + k) % npartitions;
+		LOCKTAG		tag;
+		int			count;
+
+		set_tag(&tag, relid, (uint32) p, SW_HOLD_LOCK_CLASS);
+		(void) GetLockConflicts(&tag, ExclusiveLock, &count);
+		if (count == 0)
+			return p;
+	}
+	return start;
 }
 
 /*
@@ -535,24 +773,14 @@ sw_partition_holders(Oid relid, int npartitions, SwPartitionHold *holds)
 Snapshot
 sw_commit_fence(Oid relid, int npartitions, SwPartitionHold *holds, TimestampTz *clock)
 {
+	LOCKTAG		tag;
 	Snapshot	snap;
 
-	for (int p = 0; p < npartitions; p++)
-	{
-		LOCKTAG		tag;
-
-		set_tag(&tag, relid, p, SW_COMMIT_LOCK_CLASS);
-		(void) LockAcquire(&tag, ShareLock, false, false);
-	}
+	set_tag(&tag, relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS);
+	(void) LockAcquire(&tag, ShareLock, false, false);
 	sw_partition_holders(relid, npartitions, holds);
 	*clock = GetCurrentTimestamp();
 	snap = RegisterSnapshot(GetLatestSnapshot());
-	for (int p = 0; p < npartitions; p++)
-	{
-		LOCKTAG		tag;
-
-		set_tag(&tag, relid, p, SW_COMMIT_LOCK_CLASS);
-		(void) LockRelease(&tag, ShareLock, false);
-	}
+	(void) LockRelease(&tag, ShareLock, false);
 	return snap;
 }

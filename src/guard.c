@@ -495,7 +495,8 @@ streamwm_stream_no_update(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "streamwm._stream_no_update() must be called as a trigger");
 	/* commit_order.c moving this transaction's own rows to new offsets */
-	if (sw_renumbering)
+	if (OidIsValid(sw_renumbering) &&
+		RelationGetRelid(trigdata->tg_relation) == sw_renumbering)
 		return PointerGetDatum(NULL);
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -339,6 +339,7 @@ ingest_state(Relation rel, Trigger *trigger)
 	MemoryContext old;
 	List	   *seqs;
 	SwStreamColumns cols;
+	bool		is_stream;
 
 	if (ingest_cache == NULL)
 	{
@@ -365,9 +366,18 @@ ingest_state(Relation rel, Trigger *trigger)
 	if (entry->npartitions < 1)
 		elog(ERROR, "invalid partition count in trigger on %s",
 			 RelationGetRelationName(rel));
-	entry->sticky_partition = (int) (hash_combine(murmurhash32((uint32) MyProcPid),
-												  murmurhash32(relid)) %
-									 (uint32) entry->npartitions);
+	/* picked at the first row that needs it (sw_pick_free_partition) */
+	entry->sticky_partition = -1;
+	/* only a stream's own trigger may write its commit log */
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	is_stream = sw_lookup_stream(relid, false, NULL, NULL);
+	SPI_finish();
+	if (!is_stream)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a stream", RelationGetRelationName(rel)),
+				 errdetail("streamwm._stream_insert() runs only on the stream tables streamwm.create_stream() makes.")));
 
 	seqs = getOwnedSequences(relid);
 	if (list_length(seqs) != 1)
@@ -539,7 +549,15 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 		heap_freetuple(filled);
 	}
 	else
+	{
+		if (st->sticky_partition < 0)
+			st->sticky_partition =
+				sw_pick_free_partition(RelationGetRelid(rel), st->npartitions,
+									   (int) (hash_combine(murmurhash32((uint32) MyProcPid),
+														   murmurhash32(RelationGetRelid(rel))) %
+											  (uint32) st->npartitions));
 		partition = st->sticky_partition;
+	}
 	values[st->att_partition - 1] = Int32GetDatum(partition);
 	replace[st->att_partition - 1] = true;
 

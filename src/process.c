@@ -864,6 +864,16 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	late.arrival = palloc(late.cap * sizeof(TimestampTz));
 	late.pending_min = DT_NOEND;
 
+	/*
+	 * The rows a step reads and the rows its window statements read must be
+	 * the same: with a transaction snapshot they would not be.
+	 */
+	if (IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("streamwm.process() must run in a READ COMMITTED transaction"),
+				 errdetail("The transaction's isolation level is %s.",
+						   IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ")));
 	/* its rows have not arrived yet, and they would be read as if they had */
 	if (sw_commit_order_wrote(relid))
 		ereport(ERROR,
@@ -957,7 +967,17 @@ streamwm_process(PG_FUNCTION_ARGS)
 	else
 		streams = sw_catalog_managed_streams();
 	foreach(lc, streams)
+	{
+		/* all streams: leave out those this transaction wrote into (commit first) */
+		if (PG_ARGISNULL(0) && sw_commit_order_wrote(lfirst_oid(lc)))
+		{
+			ereport(NOTICE,
+					(errmsg("stream %s is not processed: this transaction wrote into it",
+							sw_relation_name(lfirst_oid(lc)))));
+			continue;
+		}
 		(void) sw_process_stream(lfirst_oid(lc), now, false, 0);
+	}
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -669,6 +669,9 @@ streamwm_worker_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
+	/* steps need READ COMMITTED (process.c), whatever the database's default */
+	SetConfigOption("default_transaction_isolation", "read committed",
+					PGC_SUSET, PGC_S_OVERRIDE);
 	pgstat_report_appname("streamwm worker");
 
 	/* One worker per database: a session lock, gone when we exit. */
