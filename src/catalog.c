@@ -1027,6 +1027,17 @@ exec_stream_time(const char *sql, Oid relid, TimestampTz t, int expected)
 	sw_spi_exec(sql, 2, types, values, NULL, expected);
 }
 
+/* Are late rows logged before 'cutoff'? (the caller runs as the catalog's owner) */
+bool
+sw_catalog_has_late_before(Oid relid, TimestampTz cutoff)
+{
+	exec_stream_time("SELECT 1 FROM streamwm.late_event_log"
+					 " WHERE stream OPERATOR(pg_catalog.=) $1"
+					 " AND arrival OPERATOR(pg_catalog.<) $2 LIMIT 1",
+					 relid, cutoff, SPI_OK_SELECT);
+	return SPI_processed > 0;
+}
+
 /* Forget the late rows logged before 'cutoff' (their rows are gone). */
 void
 sw_catalog_expire_late_log(Oid relid, TimestampTz cutoff)

@@ -217,6 +217,25 @@ held_from(void *arg, int partition)
 	return r->held[partition];
 }
 
+/* A row a batch fetched. */
+typedef struct FetchedRow
+{
+	int32		partition;
+	int64		offset;
+	TimestampTz event_time;
+} FetchedRow;
+
+static int
+fetched_cmp(const void *a, const void *b)
+{
+	const FetchedRow *x = a;
+	const FetchedRow *y = b;
+
+	if (x->partition != y->partition)
+		return x->partition < y->partition ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset ? 1 : 0;
+}
+
 /* One commit log entry: a transaction's rows lo < sw_offset <= hi in partition. */
 typedef struct LogEntry
 {
@@ -250,8 +269,8 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	SwRoleContext rcx;
 	Oid			etypes[3] = {INT8ARRAYOID, INT8OID, OIDOID};
 	Datum		evalues[3];
-	Oid			rtypes[3] = {INT8ARRAYOID, INT8ARRAYOID, INT8OID};
-	Datum		rvalues[3];
+	Oid			rtypes[2] = {INT8ARRAYOID, INT8OID};
+	Datum		rvalues[2];
 	static const Oid entry_types[4] = {INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID};
 	static const Oid row_types[3] = {INT4OID, INT8OID, TIMESTAMPTZOID};
 	LogEntry   *entries;
@@ -260,7 +279,6 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	int		   *per_part = palloc0(np * sizeof(int));
 	TimestampTz *last_arrival = palloc(np * sizeof(TimestampTz));
 	TimestampTz horizon = DT_NOEND;
-	int64	   *upto = palloc(np * sizeof(int64));
 	int64	   *done = palloc(np * sizeof(int64));
 	int		   *first = palloc(np * sizeof(int));
 	int		   *nrows = palloc0(np * sizeof(int));
@@ -270,6 +288,8 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	int64	   *offs;
 	TimestampTz *times;
 	uint64		nfetched;
+	FetchedRow *fetched;
+	bool		sorted = true;
 	uint64		n = 0;
 	bool		stopped = false;
 	Relation	rel;
@@ -341,56 +361,67 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	if (ntaken == 0)
 		return 0;
 
-	/* their rows, as the stream's owner */
-	for (int p = 0; p < np; p++)
-		upto[p] = done[p];
-	for (int i = 0; i < ntaken; i++)
-		upto[entries[i].partition] = entries[i].hi;
-	rvalues[0] = processed_offsets(clock);
-	rvalues[1] = sw_int8_array(upto, np);
-	rvalues[2] = Int64GetDatum(limit);
-	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
-
 	/*
-	 * The rows come sorted by partition and offset, up to batch_size a
-	 * partition: let that sort run in memory (about 100 bytes a row) rather
-	 * than spill, for this statement only.
+	 * Their rows, as the stream's owner: per partition, in offset order
+	 * after the processed offset, up to 'limit'.  No upper bound in SQL: an
+	 * ordered index scan that stops at the limit is what we want, and with a
+	 * bound the planner may read the whole range into a bitmap and sort it
+	 * (a stream never analysed looks small); rows past the entries taken are
+	 * left for the next batch by the merge.
 	 */
-	if ((int64) work_mem < limit / 10)
-		(void) set_config_option("work_mem", psprintf(INT64_FORMAT, Min(limit / 10, MAX_KILOBYTES)),
-								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	rvalues[0] = processed_offsets(clock);
+	rvalues[1] = Int64GetDatum(limit);
+	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
 	/* the owner's policies run in it: bounded like a query (limit.c) */
 	sw_spi_exec_bounded(psprintf("reading stream %s", relname),
 						psprintf("SELECT s.sw_partition, s.sw_offset, s.sw_event_time"
-								 " FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2))"
-								 " WITH ORDINALITY AS p(done, upto, n)"
+								 " FROM pg_catalog.unnest($1) WITH ORDINALITY AS p(done, n)"
 								 " CROSS JOIN LATERAL (SELECT t.sw_partition, t.sw_offset,"
 								 " t.sw_event_time FROM ONLY %s t"
 								 " WHERE t.sw_partition = (p.n - 1)::pg_catalog.int4"
-								 " AND t.sw_offset > p.done AND t.sw_offset <= p.upto"
-								 " ORDER BY t.sw_offset LIMIT $3) s"
-								 " ORDER BY s.sw_partition, s.sw_offset", relname),
-						3, rtypes, rvalues, NULL, SPI_OK_SELECT, r->snapshot);
+								 " AND t.sw_offset > p.done"
+								 " ORDER BY t.sw_offset LIMIT $2) s", relname),
+						2, rtypes, rvalues, NULL, SPI_OK_SELECT, r->snapshot);
 	sw_leave_role(&rcx);
 	sw_check_result_types(SPI_tuptable->tupdesc, row_types, 3, relname);
 	nfetched = SPI_processed;
+	fetched = palloc_extended(Max(nfetched, 1) * sizeof(FetchedRow), MCXT_ALLOC_HUGE);
+	for (uint64 i = 0; i < nfetched; i++)
+	{
+		bool		isnull;
+		FetchedRow *f = &fetched[i];
+
+		f->partition = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
+		f->offset = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
+		f->event_time = DatumGetTimestampTz(sw_spi_getdatum(i, 3, &isnull));
+		if (f->partition < 0 || f->partition >= np)
+			elog(ERROR, "streamwm: stream %s has a row in partition %d", relname, f->partition);
+		if (i > 0 && fetched_cmp(&fetched[i - 1], f) > 0)
+			sorted = false;
+	}
+	/*
+	 * Each partition's rows come in offset order from its index scan, one
+	 * partition after the other: sorting them in SQL would cost a sort of
+	 * the whole batch for nothing.  Should a plan ever give them otherwise,
+	 * they are put in order here.
+	 */
+	if (!sorted)
+		qsort(fetched, nfetched, sizeof(FetchedRow), fetched_cmp);
 	offs = palloc_extended(Max(nfetched, 1) * sizeof(int64), MCXT_ALLOC_HUGE);
 	times = palloc_extended(Max(nfetched, 1) * sizeof(TimestampTz), MCXT_ALLOC_HUGE);
 	for (int p = 0; p < np; p++)
 		first[p] = -1;
 	for (uint64 i = 0; i < nfetched; i++)
 	{
-		bool		isnull;
-		int32		p = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
+		int32		p = fetched[i].partition;
 
-		if (p < 0 || p >= np || (first[p] >= 0 && first[p] + nrows[p] != (int) i))
-			elog(ERROR, "streamwm: rows of stream %s came out of order", relname);
 		if (first[p] < 0)
 			first[p] = (int) i;
 		nrows[p]++;
-		offs[i] = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
-		times[i] = DatumGetTimestampTz(sw_spi_getdatum(i, 3, &isnull));
+		offs[i] = fetched[i].offset;
+		times[i] = fetched[i].event_time;
 	}
+	pfree(fetched);
 	SPI_freetuptable(SPI_tuptable);
 	for (int p = 0; p < np; p++)
 	{
@@ -711,6 +742,12 @@ expire_late_rows(Oid relid, Oid owner, const char *relname, int64 retention_us,
 	if (TIMESTAMP_NOT_FINITE(now) ||
 		pg_sub_s64_overflow(now, retention_us, &cutoff) ||
 		!IS_VALID_TIMESTAMP(cutoff))
+		return 0;
+	/*
+	 * Usually there is nothing to expire: do not let the DELETE's plan (a
+	 * stream not analysed yet may get a sequential scan) cost every step.
+	 */
+	if (!sw_catalog_has_late_before(relid, cutoff))
 		return 0;
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = TimestampTzGetDatum(cutoff);
