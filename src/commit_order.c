@@ -552,10 +552,10 @@ commit_locks(bool take)
 
 /*
  * XACT_EVENT_PRE_COMMIT of a transaction that wrote into streams: order it
- * (see the file header).  Renumbering, when needed, runs before the commit
- * locks are taken, so that no other committer waits for it; if yet another
- * transaction overtook ours meanwhile, the locks are let go and it is done
- * again, and only after a few such rounds under the locks.
+ * (see the file header).  Renumbering, when needed, runs with the commit
+ * locks let go, so that no other committer waits for it; then the locks
+ * are taken and the newest entries read again, and only after a few rounds
+ * of being overtaken again is it done under the locks.
  */
 static void
 order_commit(void)
@@ -580,8 +580,6 @@ order_commit(void)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	for (int attempt = 1;; attempt++)
 	{
-		if (probe_newest())
-			renumber_overtaken();
 		commit_locks(true);
 		if (!probe_newest())
 			break;
@@ -590,7 +588,9 @@ order_commit(void)
 			renumber_overtaken();
 			break;
 		}
+		/* overtaken: renumber without holding anyone up, then look again */
 		commit_locks(false);
+		renumber_overtaken();
 	}
 
 	arrival = GetCurrentTimestamp();
