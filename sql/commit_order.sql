@@ -1,0 +1,58 @@
+-- Rows arrive when their transaction commits (SPEC sections 3 and 4; see
+-- src/commit_order.c): what a transaction that wrote into a stream may not
+-- do, and the commit log that records arrivals.
+SET TimeZone = 'UTC';
+SET DateStyle = 'ISO, YMD';
+CREATE EXTENSION IF NOT EXISTS streamwm;
+SELECT streamwm.create_stream('co', 'v int', partitions => 2) IS NOT NULL AS created;
+
+-- processing the stream in the transaction that wrote into it: refused
+BEGIN;
+INSERT INTO co (sw_partition, sw_write_time, v) VALUES (0, to_timestamp(1), 1);
+SELECT streamwm.process('co');
+ROLLBACK;
+-- processing every stream: that one is left out, with a notice
+BEGIN;
+INSERT INTO co (sw_partition, sw_write_time, v) VALUES (0, to_timestamp(1), 1);
+SELECT streamwm.process();
+COMMIT;
+SELECT events FROM streamwm.streams WHERE stream = 'co'::regclass;
+SELECT streamwm.process('co');
+SELECT events FROM streamwm.streams WHERE stream = 'co'::regclass;
+
+-- a step needs READ COMMITTED: its window statements read with their own snapshots
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT streamwm.process('co');
+ROLLBACK;
+
+-- a prepared transaction would keep the commit locks until COMMIT PREPARED
+BEGIN;
+INSERT INTO co (sw_partition, sw_write_time, v) VALUES (1, to_timestamp(2), 2);
+PREPARE TRANSACTION 'co_prepared';
+SELECT count(*) AS rows_of_failed_prepare FROM co WHERE v = 2;
+
+-- one commit log entry per transaction and partition, arrival = the commit;
+-- a step forgets what it read but each partition's newest entry
+INSERT INTO co (sw_partition, sw_write_time, v) VALUES (0, to_timestamp(3), 3), (1, to_timestamp(3), 4);
+INSERT INTO co (sw_partition, sw_write_time, v) VALUES (1, to_timestamp(4), 5);
+SELECT partition, hi - lo >= 1 AS has_rows, arrival >= held_from AS held_before_arrival,
+       arrival <= clock_timestamp() AS arrived
+  FROM streamwm.commit_log WHERE stream = 'co'::regclass ORDER BY partition, hi;
+SELECT count(DISTINCT arrival) AS arrivals FROM streamwm.commit_log WHERE stream = 'co'::regclass;
+SELECT streamwm.process('co');
+SELECT partition, count(*) AS entries_kept FROM streamwm.commit_log
+ WHERE stream = 'co'::regclass GROUP BY 1 ORDER BY 1;
+SELECT events, late_events FROM streamwm.streams WHERE stream = 'co'::regclass;
+
+-- the insert trigger only serves streams: a table shaped like one cannot
+-- make streamwm write its commit log
+CREATE TABLE co_fake (v int, sw_partition int, sw_offset bigint,
+                      sw_write_time timestamptz, sw_event_time timestamptz);
+CREATE SEQUENCE co_fake_seq OWNED BY co_fake.sw_offset;
+CREATE TRIGGER evil BEFORE INSERT ON co_fake FOR EACH ROW EXECUTE FUNCTION streamwm._stream_insert('1');
+INSERT INTO co_fake (v) VALUES (1);
+SELECT count(*) AS foreign_entries FROM streamwm.commit_log WHERE stream = 'co_fake'::regclass;
+DROP TABLE co_fake;
+
+SELECT streamwm.drop_stream('co');
+SELECT count(*) AS entries_left FROM streamwm.commit_log;
