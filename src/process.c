@@ -9,15 +9,19 @@
  *	 1. lock the stream's row in streamwm.stream_def (FOR NO KEY UPDATE): steps on
  *		one stream are serialised, and drop_stream/drop_query take the same
  *		lock first, so they cannot deadlock with a step;
- *	 2. read the committed rows after each partition's processed offset, in
- *		offset order (= arrival order across partitions, see ingest.c), in
- *		batches of streamwm.batch_size;
- *	 3. feed each row to the watermark rule (watermark.c), which says
- *		whether it is late and advances W; late rows go to
- *		streamwm.late_event_log;
- *	 4. when every committed row has been read, advance W once more with
- *		the step's clock 'now' (idle partitions);
- *	 5. store the offsets, partition maxima, W and counters;
+ *	 2. through the commit fence (commit_order.c: snapshot, clock and the
+ *		open writers holding partitions, read together), read the commit
+ *		log's unread entries and their rows after each partition's
+ *		processed offset, in arrival order (within one moment of arrival in
+ *		offset order), in batches of streamwm.batch_size;
+ *	 3. feed each moment of arrival and each row to the watermark rule
+ *		(watermark.c), which says whether a row is late and advances W;
+ *		late rows go to streamwm.late_event_log;
+ *	 4. when every row visible to the step has been read, advance W
+ *		through the moments up to the step's clock 'now' (idle
+ *		partitions);
+ *	 5. store the offsets, partition maxima, W and counters, and forget the
+ *		commit log entries read (all but each partition's newest);
  *	 6. (a stream with a general-plan query: summarise the BRIN ranges
  *		written since the last step, see summarize_new_ranges)
  *		for each query of the stream, in a subtransaction and as the query's
