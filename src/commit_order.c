@@ -451,18 +451,17 @@ renumber(int from, int to)
 
 /*
  * Read each written partition's newest commit log entry, with the latest
- * snapshot; a write into a stream dropped in this transaction gets hwm -1.
+ * snapshot, as the catalog's owner (the caller is); a write into a stream
+ * dropped in this transaction gets hwm -1.
  * Returns true if some stream must be renumbered (some write has an offset
  * at or below its partition's hwm).
  */
 static bool
 probe_newest(void)
 {
-	SwRoleContext cx;
 	Oid			ptypes[2] = {OIDOID, INT4OID};
 	bool		overtaken = false;
 
-	sw_enter_catalog(&cx);
 	for (int i = 0; i < nwrites; i++)
 	{
 		Datum		pvalues[2];
@@ -492,7 +491,6 @@ probe_newest(void)
 		if (writes[i].lo <= writes[i].hwm)
 			overtaken = true;
 	}
-	sw_leave_role(&cx);
 	return overtaken;
 }
 
@@ -578,6 +576,8 @@ order_commit(void)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	PushActiveSnapshot(GetTransactionSnapshot());
+	/* the commit log is the catalog's; renumbering acts as each stream's owner */
+	sw_enter_catalog(&cx);
 	for (int attempt = 1;; attempt++)
 	{
 		commit_locks(true);
@@ -620,7 +620,6 @@ order_commit(void)
 													 TYPALIGN_DOUBLE));
 		ivalues[4] = TimestampTzGetDatum(arrival);
 		ivalues[5] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-		sw_enter_catalog(&cx);
 		if (insert_plan == NULL)
 			insert_plan = keep_plan("INSERT INTO streamwm.commit_log"
 									" (stream, partition, lo, hi, arrival, held_from)"
@@ -630,8 +629,8 @@ order_commit(void)
 									6, itypes);
 		if (SPI_execute_plan(insert_plan, ivalues, NULL, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "streamwm: writing the commit log failed");
-		sw_leave_role(&cx);
 	}
+	sw_leave_role(&cx);
 	PopActiveSnapshot();
 	SPI_finish();
 	ordering = false;
