@@ -172,6 +172,36 @@ unlock(Oid relid, uint32 field3, uint16 class, LOCKMODE mode)
 }
 
 /*
+ * w's transaction took 'offset' (at insert, or when renumbering): keep its
+ * lowest and highest offset (-1: none yet) and the exact offsets as runs,
+ * so that renumbering moves its rows and only them.  Offsets are taken in
+ * increasing order.
+ */
+static void
+took(SwPartitionWrite *w, int64 offset)
+{
+	if (w->lo < 0 || offset < w->lo)
+		w->lo = offset;
+	if (offset > w->hi)
+		w->hi = offset;
+	if (w->nruns > 0 && w->runs[2 * w->nruns - 1] == offset - 1)
+		w->runs[2 * w->nruns - 1] = offset;
+	else
+	{
+		if (w->nruns == w->capruns)
+		{
+			w->capruns = w->capruns == 0 ? 4 : w->capruns * 2;
+			w->runs = w->runs == NULL ?
+				MemoryContextAlloc(TopTransactionContext, 2 * w->capruns * sizeof(int64)) :
+				repalloc_huge(w->runs, 2 * w->capruns * sizeof(int64));
+		}
+		w->runs[2 * w->nruns] = offset;
+		w->runs[2 * w->nruns + 1] = offset;
+		w->nruns++;
+	}
+}
+
+/*
  * The insert trigger took 'offset' for a row of partition 'partition' of
  * stream 'relid' (whose sequence is 'seqoid').
  */
@@ -223,30 +253,11 @@ sw_commit_order_note(Oid relid, Oid seqoid, int32 partition, int64 offset)
 			w->relid = relid;
 			w->seqoid = seqoid;
 			w->partition = partition;
-			w->lo = w->hi = offset;
+			w->lo = w->hi = -1;
 			last_write = nwrites++;
 		}
 	}
-	if (offset < w->lo)
-		w->lo = offset;
-	if (offset > w->hi)
-		w->hi = offset;
-	/* the exact offsets taken, so that renumbering moves our rows and only them */
-	if (w->nruns > 0 && w->runs[2 * w->nruns - 1] == offset - 1)
-		w->runs[2 * w->nruns - 1] = offset;
-	else
-	{
-		if (w->nruns == w->capruns)
-		{
-			w->capruns = w->capruns == 0 ? 4 : w->capruns * 2;
-			w->runs = w->runs == NULL ?
-				MemoryContextAlloc(TopTransactionContext, 2 * w->capruns * sizeof(int64)) :
-				repalloc_huge(w->runs, 2 * w->capruns * sizeof(int64));
-		}
-		w->runs[2 * w->nruns] = offset;
-		w->runs[2 * w->nruns + 1] = offset;
-		w->nruns++;
-	}
+	took(w, offset);
 }
 
 /* Did this transaction take 'offset' in w's partition? */
@@ -383,18 +394,15 @@ renumber(int from, int to)
 	offsets = palloc_extended(Max(n, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
 	for (int64 i = 0; i < n; i++)
 	{
-		SwPartitionWrite *w = &writes[rows[i].write];
 		int64		o = nextval_internal(seqoid, false);
 
 		tids[i] = PointerGetDatum(&rows[i].tid);
 		offsets[i] = Int64GetDatum(o);
-		if (w->lo < 0)
-			w->lo = o;
-		w->hi = o;
+		took(&writes[rows[i].write], o);
 	}
 	for (int w = from; w < to; w++)
 		if (writes[w].lo < 0)
-			writes[w].lo = writes[w].hi = nextval_internal(seqoid, false);
+			took(&writes[w], nextval_internal(seqoid, false));
 
 	if (n > 0)
 	{
@@ -423,28 +431,6 @@ renumber(int from, int to)
 		if (SPI_processed != (uint64) n)
 			elog(ERROR, "streamwm: renumbering " INT64_FORMAT " rows of stream %s updated " UINT64_FORMAT,
 				 n, relname, SPI_processed);
-	}
-	/* renumbered offsets are taken in order: each partition's are one or more runs, rebuilt */
-	for (int64 i = 0; i < n; i++)
-	{
-		SwPartitionWrite *w = &writes[rows[i].write];
-		int64		o = DatumGetInt64(offsets[i]);
-
-		if (w->nruns > 0 && w->runs[2 * w->nruns - 1] == o - 1)
-			w->runs[2 * w->nruns - 1] = o;
-		else
-		{
-			if (w->nruns == w->capruns)
-			{
-				w->capruns = w->capruns == 0 ? 4 : w->capruns * 2;
-				w->runs = w->runs == NULL ?
-					MemoryContextAlloc(TopTransactionContext, 2 * w->capruns * sizeof(int64)) :
-					repalloc_huge(w->runs, 2 * w->capruns * sizeof(int64));
-			}
-			w->runs[2 * w->nruns] = o;
-			w->runs[2 * w->nruns + 1] = o;
-			w->nruns++;
-		}
 	}
 	sw_leave_role(&rcx);
 }

@@ -283,14 +283,12 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	int		   *per_part = palloc0(np * sizeof(int));
 	TimestampTz *last_arrival = palloc(np * sizeof(TimestampTz));
 	TimestampTz horizon = DT_NOEND;
-	int64	   *done = palloc(np * sizeof(int64));
 	int		   *first = palloc(np * sizeof(int));
 	int		   *nrows = palloc0(np * sizeof(int));
 	bool	   *truncated = palloc0(np * sizeof(bool));
 	int64	   *bound = palloc(np * sizeof(int64));
 	int32	   *groupparts = palloc(np * sizeof(int32));
-	int64	   *offs;
-	TimestampTz *times;
+	Datum		done;
 	uint64		nfetched;
 	FetchedRow *fetched;
 	bool		sorted = true;
@@ -311,11 +309,9 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	sw_check_stream_columns(rel, &cols);
 	table_close(rel, NoLock);
 
-	for (int p = 0; p < np; p++)
-		done[p] = clock->parts[p].processed_offset;
-
 	/* the commit log's unread entries, as the catalog's owner */
-	evalues[0] = processed_offsets(clock);
+	done = processed_offsets(clock);
+	evalues[0] = done;
 	evalues[1] = Int64GetDatum(limit);
 	evalues[2] = ObjectIdGetDatum(r->relid);
 	sw_enter_catalog(&rcx);
@@ -373,7 +369,7 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	 * (a stream never analysed looks small); rows past the entries taken are
 	 * left for the next batch by the merge.
 	 */
-	rvalues[0] = processed_offsets(clock);
+	rvalues[0] = done;
 	rvalues[1] = Int64GetDatum(limit);
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
 	/* the owner's policies run in it: bounded like a query (limit.c) */
@@ -411,8 +407,6 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	 */
 	if (!sorted)
 		qsort(fetched, nfetched, sizeof(FetchedRow), fetched_cmp);
-	offs = palloc_extended(Max(nfetched, 1) * sizeof(int64), MCXT_ALLOC_HUGE);
-	times = palloc_extended(Max(nfetched, 1) * sizeof(TimestampTz), MCXT_ALLOC_HUGE);
 	for (int p = 0; p < np; p++)
 		first[p] = -1;
 	for (uint64 i = 0; i < nfetched; i++)
@@ -422,10 +416,7 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 		if (first[p] < 0)
 			first[p] = (int) i;
 		nrows[p]++;
-		offs[i] = fetched[i].offset;
-		times[i] = fetched[i].event_time;
 	}
-	pfree(fetched);
 	SPI_freetuptable(SPI_tuptable);
 	for (int p = 0; p < np; p++)
 	{
@@ -473,9 +464,9 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 						stopped = true;
 					continue;
 				}
-				if (offs[first[q]] > bound[q])
+				if (fetched[first[q]].offset > bound[q])
 					continue;
-				if (p < 0 || offs[first[q]] < offs[first[p]])
+				if (p < 0 || fetched[first[q]].offset < fetched[first[p]].offset)
 					p = q;
 			}
 			if (stopped || p < 0)
@@ -485,8 +476,8 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 				stopped = true;
 				break;
 			}
-			off = offs[first[p]];
-			t = times[first[p]];
+			off = fetched[first[p]].offset;
+			t = fetched[first[p]].event_time;
 			first[p]++;
 			nrows[p]--;
 			n++;
