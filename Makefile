@@ -25,9 +25,9 @@ EXTENSION = streamwm
 DATA = sql/streamwm--0.1.sql
 PGFILEDESC = "streamwm - event-time stream processing"
 
-REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl panes engine extension_aggs aggstate_attack commit_order
+REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl panes engine extension_aggs aggstate_attack commit_order heartbeat controls chain
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
-ISOLATION = concurrent_writers concurrent_process commit_order idle_holds renumber
+ISOLATION = concurrent_writers concurrent_process commit_order idle_holds renumber heartbeat notify
 ISOLATION_OPTS = --inputdir=test --outputdir=test/results
 TAP_TESTS = 1
 

@@ -42,6 +42,8 @@ CREATE TABLE streamwm.partition_state (
     processed_offset bigint NOT NULL DEFAULT 0,
     max_event_time   timestamptz NOT NULL DEFAULT '-infinity',
     last_arrival     timestamptz,
+    live             boolean NOT NULL DEFAULT false, -- its newest row was written live, not
+                                        -- replayed: the heartbeat applies (SPEC section 10)
     PRIMARY KEY (stream, partition)
 );
 
@@ -70,7 +72,9 @@ CREATE TABLE streamwm.query_def (
     reads           regclass[],         -- every relation the query reads (src/query_ddl.c)
     pane_table      regclass,           -- pane plan: the partial aggregates per (pane, group)
     pane_stamp      text,               -- what pane_table's contents were built with
-    folded_offsets  bigint[]            -- per partition: rows up to here are in pane_table
+    folded_offsets  bigint[],           -- per partition: rows up to here are in pane_table
+    paused          boolean NOT NULL DEFAULT false, -- pause_query(): closes no window until resumed
+    result_stream   boolean NOT NULL DEFAULT false -- result_table is a stream (a chain)
 );
 CREATE INDEX ON streamwm.query_def (stream);
 
@@ -553,11 +557,12 @@ CREATE FUNCTION streamwm.create_query(
     hop          interval,
     size         interval,
     result_table text DEFAULT NULL,
-    start_from   text DEFAULT 'latest')
+    start_from   text DEFAULT 'latest',
+    result_stream regclass DEFAULT NULL)  -- a chain: write the windows into this stream
 RETURNS regclass
 LANGUAGE sql AS $$
 SELECT streamwm._create_query($1, $2, $3, $4, $5, $6,
-                              pg_catalog.current_setting('search_path'))
+                              pg_catalog.current_setting('search_path'), $7)
 $$;
 
 CREATE FUNCTION streamwm._create_query(
@@ -567,11 +572,13 @@ CREATE FUNCTION streamwm._create_query(
     size         interval,
     result_table text,
     start_from   text,
-    user_path    text)
+    user_path    text,
+    result_stream regclass)
 RETURNS regclass
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     s        streamwm.stream_def;
+    rs       streamwm.stream_def;
     rel      regclass;
     relid    oid;
     tname    text;
@@ -617,46 +624,79 @@ BEGIN
         END IF;
     END LOOP;
 
-    tname := streamwm._qualified_name(coalesce(result_table,
-                 CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
-                 user_path);
-    relid := to_regclass(tname);
-    IF relid IS NULL THEN
-        -- A NULL group key is a group like any other (SPEC section 5): the
-        -- key is a primary key when no key column can be NULL, else a
-        -- UNIQUE NULLS NOT DISTINCT constraint.
-        EXECUTE format('CREATE TABLE %s (window_start timestamptz NOT NULL, '
-                       'window_end timestamptz NOT NULL%s, %s (%s))',
-                       tname, coldefs,
-                       CASE WHEN nullable_key THEN 'UNIQUE NULLS NOT DISTINCT' ELSE 'PRIMARY KEY' END,
-                       (SELECT string_agg(quote_ident(k), ', ') FROM unnest(keys) k));
-        rel := tname::regclass;
-    ELSE
-        rel := relid;
-        SELECT string_agg(c, ', ') INTO missing
-          FROM unnest(ARRAY['window_start', 'window_end'] ||
-                      ARRAY(SELECT colname FROM streamwm._query_columns(s.stream, bound))) c
+    IF result_stream IS NOT NULL THEN
+        -- A chain (SPEC section 10): each window's rows go into another
+        -- stream, with window_start as their write time (the event time
+        -- there), and window_start/window_end columns filled if it has them.
+        IF result_table IS NOT NULL THEN
+            RAISE EXCEPTION 'give result_table or result_stream, not both'
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        rs := streamwm._stream_of(result_stream);
+        IF rs.event_time IS NOT NULL THEN
+            RAISE EXCEPTION 'result stream % has an event_time expression', rs.stream
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = 'A chained query''s rows have their window start as event time: it is their write time.',
+                      HINT = 'Create the result stream without event_time.';
+        END IF;
+        SELECT string_agg(quote_ident(c), ', ') INTO missing
+          FROM unnest(ARRAY(SELECT colname FROM streamwm._query_columns(s.stream, bound))) c
          WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
-                            WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
+                            WHERE a.attrelid = rs.stream AND a.attname = c AND a.attnum > 0
                               AND NOT a.attisdropped);
         IF missing IS NOT NULL THEN
-            RAISE EXCEPTION 'result table % lacks columns: %', rel, missing
+            RAISE EXCEPTION 'result stream % lacks columns: %', rs.stream, missing
                 USING ERRCODE = 'undefined_column';
         END IF;
-        IF NOT EXISTS (
-            SELECT 1 FROM pg_index i
-             WHERE i.indrelid = rel AND i.indisunique AND i.indpred IS NULL
-               AND i.indexprs IS NULL AND (i.indnullsnotdistinct OR NOT nullable_key)
-               AND (SELECT array_agg(a.attname::text ORDER BY a.attname)
-                      FROM pg_attribute a
-                     WHERE a.attrelid = rel AND a.attnum = ANY (i.indkey::int2[]))
-                   = (SELECT array_agg(k ORDER BY k) FROM unnest(keys) k)) THEN
-            RAISE EXCEPTION 'result table % has no unique index on (%)', rel,
-                array_to_string(keys, ', ')
-                USING ERRCODE = 'invalid_table_definition',
-                      HINT = CASE WHEN nullable_key
-                                  THEN 'A group key can be NULL: the index must be UNIQUE NULLS NOT DISTINCT.'
-                                  ELSE 'Results are upserted on the window start and the GROUP BY columns.' END;
+        rel := rs.stream;
+        relid := NULL;
+    ELSE
+        tname := streamwm._qualified_name(coalesce(result_table,
+                     CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
+                     user_path);
+        relid := to_regclass(tname);
+        IF relid IS NOT NULL AND EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = relid) THEN
+            RAISE EXCEPTION 'result table % is a stream', relid::regclass
+                USING ERRCODE = 'wrong_object_type',
+                      HINT = 'To write a query''s windows into a stream, give it as result_stream.';
+        END IF;
+        IF relid IS NULL THEN
+            -- A NULL group key is a group like any other (SPEC section 5): the
+            -- key is a primary key when no key column can be NULL, else a
+            -- UNIQUE NULLS NOT DISTINCT constraint.
+            EXECUTE format('CREATE TABLE %s (window_start timestamptz NOT NULL, '
+                           'window_end timestamptz NOT NULL%s, %s (%s))',
+                           tname, coldefs,
+                           CASE WHEN nullable_key THEN 'UNIQUE NULLS NOT DISTINCT' ELSE 'PRIMARY KEY' END,
+                           (SELECT string_agg(quote_ident(k), ', ') FROM unnest(keys) k));
+            rel := tname::regclass;
+        ELSE
+            rel := relid;
+            SELECT string_agg(c, ', ') INTO missing
+              FROM unnest(ARRAY['window_start', 'window_end'] ||
+                          ARRAY(SELECT colname FROM streamwm._query_columns(s.stream, bound))) c
+             WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
+                                WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
+                                  AND NOT a.attisdropped);
+            IF missing IS NOT NULL THEN
+                RAISE EXCEPTION 'result table % lacks columns: %', rel, missing
+                    USING ERRCODE = 'undefined_column';
+            END IF;
+            IF NOT EXISTS (
+                SELECT 1 FROM pg_index i
+                 WHERE i.indrelid = rel AND i.indisunique AND i.indpred IS NULL
+                   AND i.indexprs IS NULL AND (i.indnullsnotdistinct OR NOT nullable_key)
+                   AND (SELECT array_agg(a.attname::text ORDER BY a.attname)
+                          FROM pg_attribute a
+                         WHERE a.attrelid = rel AND a.attnum = ANY (i.indkey::int2[]))
+                       = (SELECT array_agg(k ORDER BY k) FROM unnest(keys) k)) THEN
+                RAISE EXCEPTION 'result table % has no unique index on (%)', rel,
+                    array_to_string(keys, ', ')
+                    USING ERRCODE = 'invalid_table_definition',
+                          HINT = CASE WHEN nullable_key
+                                      THEN 'A group key can be NULL: the index must be UNIQUE NULLS NOT DISTINCT.'
+                                      ELSE 'Results are upserted on the window start and the GROUP BY columns.' END;
+            END IF;
         END IF;
     END IF;
 
@@ -691,6 +731,13 @@ CREATE FUNCTION streamwm._check_query(name text) RETURNS void
 -- that is moving retained_from to commit.
 CREATE FUNCTION streamwm._earliest_closed_until(stream regclass, hop interval, size interval)
     RETURNS timestamptz AS 'MODULE_PATHNAME', 'streamwm_earliest_closed_until' LANGUAGE C STRICT;
+
+-- A paused query closes no window and keeps its position; retention keeps
+-- the rows its open windows need, so resume_query() catches up.
+CREATE FUNCTION streamwm.pause_query(name text) RETURNS void
+    AS 'MODULE_PATHNAME', 'streamwm_pause_query' LANGUAGE C STRICT;
+CREATE FUNCTION streamwm.resume_query(name text) RETURNS void
+    AS 'MODULE_PATHNAME', 'streamwm_resume_query' LANGUAGE C STRICT;
 
 CREATE FUNCTION streamwm.drop_query(name text, drop_result boolean DEFAULT false)
 RETURNS void
@@ -817,9 +864,9 @@ CREATE FUNCTION streamwm._partition_stats(stream regclass,
     LANGUAGE C STABLE STRICT;
 
 -- How far a query trails its stream: rows not yet in a window it closed
--- (processed or not), and the newest event time.
+-- (processed or not), and the newest and oldest of their event times.
 CREATE FUNCTION streamwm._query_pending(stream regclass, closed_until timestamptz,
-    OUT pending_events bigint, OUT newest_event timestamptz)
+    OUT pending_events bigint, OUT newest_event timestamptz, OUT oldest_event timestamptz)
     RETURNS record AS 'MODULE_PATHNAME', 'streamwm_query_pending'
     LANGUAGE C STABLE STRICT;
 
@@ -869,12 +916,42 @@ SELECT d.stream,
        coalesce(clock_timestamp() - b.oldest_unprocessed, interval '0') AS processing_lag,
        d.max_future_skew,
        d.future_events,
-       d.purged_rows
+       d.purged_rows,
+       d.event_time IS NULL AS heartbeat,
+       w.watermark_stalled
   FROM streamwm.stream_def d
   CROSS JOIN LATERAL (
       SELECT coalesce(sum(x.backlog), 0)::bigint AS unprocessed_events,
              min(x.oldest_arrival) AS oldest_unprocessed
         FROM streamwm._partition_stats(d.stream) x) b
+  -- Why W cannot move now, in words (NULL: it can): Renoir's "no watermark,
+  -- windows buffer forever" made visible.
+  CROSS JOIN LATERAL (
+      SELECT CASE
+        WHEN bool_and(s.max_event_time = '-infinity') THEN 'no event processed yet'
+        WHEN bool_or(x.held_by IS NOT NULL) THEN
+             (array_agg(format('partition %s waits for an open transaction'
+                               ' (backend %s, since %s)', s.partition, x.held_by, x.held_since)
+                        ORDER BY x.held_since) FILTER (WHERE x.held_by IS NOT NULL))[1]
+        WHEN bool_or(s.max_event_time = '-infinity' AND x.held_by IS NULL AND
+                     coalesce(x.last_arrival, s.last_arrival, d.created)
+                     >= clock_timestamp() - d.idle_timeout) THEN
+             format('partition %s has had no event yet: W waits for it until it is idle'
+                    ' (idle_timeout %s)',
+                    min(s.partition) FILTER (WHERE s.max_event_time = '-infinity'), d.idle_timeout)
+        WHEN d.event_time IS NULL AND bool_or(s.live) THEN NULL
+        WHEN bool_and(coalesce(x.last_arrival, s.last_arrival, d.created)
+                      < clock_timestamp() - d.idle_timeout) THEN
+             format('every partition is idle (no events since %s): W holds until an event arrives, ',
+                    max(coalesce(x.last_arrival, s.last_arrival))) ||
+             CASE WHEN d.event_time IS NULL
+                  THEN 'as the newest rows were written with explicit write times'
+                  ELSE 'as the event time comes from the data and nothing is known of later events'
+             END
+        END AS watermark_stalled
+        FROM streamwm.partition_state s
+        LEFT JOIN streamwm._partition_stats(d.stream) x ON x.partition = s.partition
+       WHERE s.stream = d.stream) w
  WHERE pg_catalog.pg_has_role(d.owner, 'USAGE')
     OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')
     OR coalesce(pg_catalog.has_table_privilege(d.stream::oid, 'SELECT'), false);
@@ -897,14 +974,25 @@ SELECT q.name AS query,
        CASE WHEN o.full THEN q.query_text END AS definition,
        q.plan,
        l.pending_events,
-       CASE WHEN l.newest_event IS NULL THEN interval '0'
-            WHEN q.closed_until = '-infinity' THEN NULL
-            ELSE greatest(l.newest_event - q.closed_until, interval '0') END AS lag
+       g.lag,
+       extract(epoch FROM g.lag)::float8 AS lag_seconds,
+       CASE WHEN q.paused THEN 'paused'
+            WHEN q.errors > 0 THEN 'failing'
+            WHEN l.pending_events > 0 AND s.watermark_stalled IS NOT NULL THEN 'waiting for W'
+            ELSE 'running' END AS state,
+       q.paused
   FROM streamwm.query_def q
   JOIN streamwm.stream_def d ON d.stream = q.stream
   CROSS JOIN LATERAL (SELECT pg_catalog.pg_has_role(q.owner, 'USAGE')
                           OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE') AS full) o
   LEFT JOIN LATERAL streamwm._query_pending(q.stream, q.closed_until) l ON true
+  -- how far its results trail the newest event: from the end of the last
+  -- window it closed, or, before its first, from the oldest event it waits for
+  CROSS JOIN LATERAL (SELECT CASE WHEN l.newest_event IS NULL THEN interval '0'
+            ELSE greatest(l.newest_event - CASE WHEN q.closed_until = '-infinity'
+                                                THEN l.oldest_event ELSE q.closed_until END,
+                          interval '0') END AS lag) g
+  LEFT JOIN streamwm.streams s ON s.stream = q.stream
  WHERE o.full
     OR pg_catalog.pg_has_role(d.owner, 'USAGE')
     OR coalesce(pg_catalog.has_table_privilege(d.stream::oid, 'SELECT'), false);

@@ -51,6 +51,8 @@ PG_FUNCTION_INFO_V1(streamwm_register_stream);
 PG_FUNCTION_INFO_V1(streamwm_unregister_stream);
 PG_FUNCTION_INFO_V1(streamwm_register_query);
 PG_FUNCTION_INFO_V1(streamwm_unregister_query);
+PG_FUNCTION_INFO_V1(streamwm_pause_query);
+PG_FUNCTION_INFO_V1(streamwm_resume_query);
 PG_FUNCTION_INFO_V1(streamwm_check_create_table);
 
 /*
@@ -574,12 +576,15 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	Oid			relid = PG_GETARG_OID(1);
 	Oid			result = PG_GETARG_OID(6);
-	Oid			types[14] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID,
-		OIDOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TEXTOID, OIDOID, TEXTOID, REGCLASSARRAYOID};
-	Datum		values[14];
+	Oid			types[15] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID,
+		OIDOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TEXTOID, OIDOID, TEXTOID, REGCLASSARRAYOID,
+	BOOLOID};
+	Datum		values[15];
 	Oid			ntypes[1] = {TEXTOID};
+	Oid			rtypes[1] = {OIDOID};
 	SwRoleContext cx;
 	char	   *relname;
+	bool		chain;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -595,6 +600,12 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 				 errmsg("result table \"%s\" is not an ordinary table", relname)));
 	if (!pg_class_ownercheck(result, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, relname);
+	/* a chain: the results go into another stream (SPEC section 10) */
+	chain = sw_lookup_stream(result, false, NULL, NULL);
+	if (chain && result == relid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query \"%s\" cannot write its results into the stream it reads", name)));
 
 	for (int i = 0; i < 10; i++)
 		values[i] = PG_GETARG_DATUM(i);
@@ -613,14 +624,116 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("query \"%s\" already exists", name)));
+	if (chain)
+	{
+		/*
+		 * One writer per result stream: its rows then come in window order,
+		 * and the query's progress is a promise about the rows to come
+		 * (process.c, chain_promise()).
+		 */
+		sw_spi_exec("SELECT name FROM streamwm.query_def WHERE result_stream AND result_table = $1",
+					1, rtypes, &values[6], NULL, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+		{
+			bool		isnull;
+
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("query \"%s\" already writes into stream %s",
+							TextDatumGetCString(sw_spi_getdatum(0, 1, &isnull)), relname),
+					 errdetail("A stream can be the result of one query only.")));
+		}
+	}
+	values[14] = BoolGetDatum(chain);
 	sw_spi_exec("INSERT INTO streamwm.query_def (name, stream, query, query_text, hop, size,"
 				" result_table, start_from, start_offset, closed_until, result_name,"
-				" search_path, owner, plan, reads)"
+				" search_path, owner, plan, reads, result_stream)"
 				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
-				" '" SW_SAFE_SEARCH_PATH "', $12, $13, $14)",
-				14, types, values, NULL, SPI_OK_INSERT);
+				" '" SW_SAFE_SEARCH_PATH "', $12, $13, $14, $15)",
+				15, types, values, NULL, SPI_OK_INSERT);
 	sw_leave_role(&cx);
 	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * Find a query for one of its managers (the caller is a member of its
+ * owner) and lock its stream's catalog row, as a step does first.
+ * Returns its stream; *owner and *result (its result table, if it still
+ * exists and belongs to the owner; may be NULL) are set.  The caller is
+ * connected to SPI.
+ */
+static Oid
+lock_managed_query(const char *name, Oid *owner, Oid *result)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	SwRoleContext cx;
+	Oid			stream;
+	bool		isnull;
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT stream, owner, (SELECT c.oid FROM pg_catalog.pg_class c"
+				"  WHERE c.relowner = q.owner AND (c.oid = q.result_table"
+				"   OR c.oid = pg_catalog.to_regclass(q.result_name)) LIMIT 1)"
+				" FROM streamwm.query_def q WHERE name = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("query \"%s\" does not exist", name)));
+	stream = DatumGetObjectId(sw_spi_getdatum(0, 1, &isnull));
+	*owner = DatumGetObjectId(sw_spi_getdatum(0, 2, &isnull));
+	if (result)
+	{
+		*result = DatumGetObjectId(sw_spi_getdatum(0, 3, &isnull));
+		if (isnull)
+			*result = InvalidOid;
+	}
+	sw_leave_role(&cx);
+	if (!sw_may_manage(*owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of query \"%s\"", name)));
+	/* the lock order of a step: the stream's catalog row first */
+	(void) sw_lookup_stream(stream, true, NULL, NULL);
+	return stream;
+}
+
+/*
+ * pause_query(name) / resume_query(name): a paused query closes no window;
+ * it keeps its position, and retention keeps the rows its open windows
+ * need (its closed_until does not move), so resuming catches up.
+ */
+static void
+set_query_paused(const char *name, bool paused)
+{
+	Oid			owner;
+	SwRoleContext cx;
+	Oid			types[2] = {TEXTOID, BOOLOID};
+	Datum		values[2] = {CStringGetTextDatum(name), BoolGetDatum(paused)};
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	(void) lock_managed_query(name, &owner, NULL);
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.query_def SET paused = $2 WHERE name = $1",
+				2, types, values, NULL, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
+	SPI_finish();
+}
+
+Datum
+streamwm_pause_query(PG_FUNCTION_ARGS)
+{
+	set_query_paused(text_to_cstring(PG_GETARG_TEXT_PP(0)), true);
+	PG_RETURN_VOID();
+}
+
+Datum
+streamwm_resume_query(PG_FUNCTION_ARGS)
+{
+	set_query_paused(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	PG_RETURN_VOID();
 }
 
@@ -637,35 +750,12 @@ streamwm_unregister_query(PG_FUNCTION_ARGS)
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(name)};
 	SwRoleContext cx;
-	Oid			stream;
 	Oid			owner;
 	Oid			result;
-	bool		isnull;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	sw_enter_catalog(&cx);
-	sw_spi_exec("SELECT stream, owner, (SELECT c.oid FROM pg_catalog.pg_class c"
-				"  WHERE c.relowner = q.owner AND (c.oid = q.result_table"
-				"   OR c.oid = pg_catalog.to_regclass(q.result_name)) LIMIT 1)"
-				" FROM streamwm.query_def q WHERE name = $1",
-				1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("query \"%s\" does not exist", name)));
-	stream = DatumGetObjectId(sw_spi_getdatum(0, 1, &isnull));
-	owner = DatumGetObjectId(sw_spi_getdatum(0, 2, &isnull));
-	result = DatumGetObjectId(sw_spi_getdatum(0, 3, &isnull));
-	if (isnull)
-		result = InvalidOid;
-	sw_leave_role(&cx);
-	if (!sw_may_manage(owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of query \"%s\"", name)));
-	/* the lock order of a step: the stream's catalog row first */
-	(void) sw_lookup_stream(stream, true, NULL, NULL);
+	(void) lock_managed_query(name, &owner, &result);
 	drop_pane_tables("q.name = $1", TEXTOID, values[0]);
 	sw_enter_catalog(&cx);
 	sw_spi_exec("DELETE FROM streamwm.query_def WHERE name = $1",
@@ -855,10 +945,12 @@ sw_catalog_lock_stream(Oid relid, bool skip_locked, SwStreamClock *clock,
 
 	sw_spi_exec(skip_locked ?
 				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
-				" watermark, max_future_skew FROM streamwm.stream_def WHERE stream = $1"
+				" watermark, max_future_skew, event_time IS NULL"
+				" FROM streamwm.stream_def WHERE stream = $1"
 				" FOR NO KEY UPDATE SKIP LOCKED" :
 				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
-				" watermark, max_future_skew FROM streamwm.stream_def WHERE stream = $1"
+				" watermark, max_future_skew, event_time IS NULL"
+				" FROM streamwm.stream_def WHERE stream = $1"
 				" FOR NO KEY UPDATE",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -871,10 +963,12 @@ sw_catalog_lock_stream(Oid relid, bool skip_locked, SwStreamClock *clock,
 	clock->watermark = DatumGetTimestampTz(sw_spi_getdatum(0, 6, &isnull));
 	skew = sw_spi_getdatum(0, 7, &isnull);
 	load_future_skew(clock, skew, isnull);
+	clock->heartbeat = DatumGetBool(sw_spi_getdatum(0, 8, &isnull));
+	clock->promise = DT_NOBEGIN;
 	clock->parts = palloc0(clock->npartitions * sizeof(SwPartitionClock));
 
 	sw_spi_exec("SELECT partition, processed_offset, max_event_time,"
-				" coalesce(last_arrival, '-infinity')"
+				" coalesce(last_arrival, '-infinity'), live"
 				" FROM streamwm.partition_state WHERE stream = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -886,6 +980,7 @@ sw_catalog_lock_stream(Oid relid, bool skip_locked, SwStreamClock *clock,
 		clock->parts[p].processed_offset = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
 		clock->parts[p].max_event_time = DatumGetTimestampTz(sw_spi_getdatum(i, 3, &isnull));
 		clock->parts[p].last_arrival = DatumGetTimestampTz(sw_spi_getdatum(i, 4, &isnull));
+		clock->parts[p].live = DatumGetBool(sw_spi_getdatum(i, 5, &isnull));
 	}
 	return true;
 }
@@ -928,9 +1023,10 @@ sw_catalog_store_step(Oid relid, const SwStreamClock *clock, int64 events,
 	int64	   *offsets = palloc(np * sizeof(int64));
 	TimestampTz *maxes = palloc(np * sizeof(TimestampTz));
 	TimestampTz *arrivals = palloc(np * sizeof(TimestampTz));
-	Oid			ptypes[5] = {OIDOID, INT4ARRAYOID, INT8ARRAYOID,
-	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID};
-	Datum		pvalues[5];
+	Datum	   *lives = palloc(np * sizeof(Datum));
+	Oid			ptypes[6] = {OIDOID, INT4ARRAYOID, INT8ARRAYOID,
+	TIMESTAMPTZARRAYOID, TIMESTAMPTZARRAYOID, BOOLARRAYOID};
+	Datum		pvalues[6];
 	Oid			stypes[6] = {OIDOID, TIMESTAMPTZOID, INT8OID, INT8OID, TIMESTAMPTZOID,
 	INT8OID};
 	Datum		svalues[6];
@@ -941,20 +1037,22 @@ sw_catalog_store_step(Oid relid, const SwStreamClock *clock, int64 events,
 		offsets[i] = clock->parts[i].processed_offset;
 		maxes[i] = clock->parts[i].max_event_time;
 		arrivals[i] = clock->parts[i].last_arrival;
+		lives[i] = BoolGetDatum(clock->parts[i].live);
 	}
 	pvalues[0] = ObjectIdGetDatum(relid);
 	pvalues[1] = sw_int4_array(parts, np);
 	pvalues[2] = sw_int8_array(offsets, np);
 	pvalues[3] = sw_timestamptz_array(maxes, np);
 	pvalues[4] = sw_timestamptz_array(arrivals, np);
+	pvalues[5] = PointerGetDatum(construct_array(lives, np, BOOLOID, 1, true, TYPALIGN_CHAR));
 	sw_spi_exec("UPDATE streamwm.partition_state s SET processed_offset = x.o,"
 				" max_event_time = x.m,"
-				" last_arrival = NULLIF(x.a, '-infinity'::timestamptz)"
-				" FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS x(p, o, m, a)"
+				" last_arrival = NULLIF(x.a, '-infinity'::timestamptz), live = x.l"
+				" FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4), pg_catalog.unnest($5), pg_catalog.unnest($6)) AS x(p, o, m, a, l)"
 				" WHERE s.stream = $1 AND s.partition = x.p"
-				" AND (s.processed_offset, s.max_event_time, s.last_arrival)"
-				" IS DISTINCT FROM (x.o, x.m, NULLIF(x.a, '-infinity'::timestamptz))",
-				5, ptypes, pvalues, NULL, SPI_OK_UPDATE);
+				" AND (s.processed_offset, s.max_event_time, s.last_arrival, s.live)"
+				" IS DISTINCT FROM (x.o, x.m, NULLIF(x.a, '-infinity'::timestamptz), x.l)",
+				6, ptypes, pvalues, NULL, SPI_OK_UPDATE);
 
 	svalues[0] = ObjectIdGetDatum(relid);
 	svalues[1] = TimestampTzGetDatum(clock->watermark);
@@ -1227,7 +1325,7 @@ sw_catalog_load_query(const char *name)
 				" start_offset, search_path, owner, closed_until, errors,"
 				" coalesce(last_error_time, '-infinity'), result_name, plan,"
 				" coalesce((SELECT c.oid FROM pg_catalog.pg_class c WHERE c.oid = pane_table),"
-				" 0::pg_catalog.oid), pane_stamp, folded_offsets"
+				" 0::pg_catalog.oid), pane_stamp, folded_offsets, paused, result_stream"
 				" FROM streamwm.query_def WHERE name = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -1252,6 +1350,8 @@ sw_catalog_load_query(const char *name)
 	def->pane_stamp = isnull ? NULL : TextDatumGetCString(d);
 	d = sw_spi_getdatum(0, 16, &isnull);
 	def->folded_offsets = isnull ? (Datum) 0 : SPI_datumTransfer(d, false, -1);
+	def->paused = DatumGetBool(sw_spi_getdatum(0, 17, &isnull));
+	def->result_stream = DatumGetBool(sw_spi_getdatum(0, 18, &isnull));
 	return def;
 }
 

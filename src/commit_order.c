@@ -763,8 +763,9 @@ sw_commit_fence(Oid relid, int npartitions, SwPartitionHold *holds, TimestampTz 
 
 	set_tag(&tag, relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS);
 	(void) LockAcquire(&tag, ShareLock, false, false);
-	sw_partition_holders(relid, npartitions, holds);
+	/* the clock before the holders: a writer not seen holds from later */
 	*clock = GetCurrentTimestamp();
+	sw_partition_holders(relid, npartitions, holds);
 	snap = RegisterSnapshot(GetLatestSnapshot());
 	(void) LockRelease(&tag, ShareLock, false);
 	return snap;

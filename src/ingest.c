@@ -473,6 +473,7 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 	Datum		d;
 	int			partition;
 	TimestampTz write_time;
+	bool		assigned;
 	int64		offset;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
@@ -512,6 +513,7 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 				 errhint("Set sw_write_time, or define event_time when creating the stream.")));
 
 	d = heap_getattr(tuple, st->att_write_time, tupdesc, &isnull);
+	assigned = isnull;
 	write_time = isnull ? GetCurrentTimestamp() : DatumGetTimestampTz(d);
 	if (TIMESTAMP_NOT_FINITE(write_time))
 		ereport(ERROR,
@@ -565,6 +567,18 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 	sw_commit_order_note(RelationGetRelid(rel), st->seqoid, partition, offset);
 	values[st->att_offset - 1] = Int64GetDatum(offset);
 	replace[st->att_offset - 1] = true;
+
+	/*
+	 * The server's write time is read again now that the transaction holds
+	 * the partition: a step that did not see the hold read its clock before
+	 * this, so its heartbeat (SPEC section 10) cannot pass this row.  (A
+	 * partition_key over sw_write_time hashed the earlier reading.)
+	 */
+	if (assigned)
+	{
+		write_time = GetCurrentTimestamp();
+		values[st->att_write_time - 1] = TimestampTzGetDatum(write_time);
+	}
 
 	if (st->event_expr != NULL)
 	{

@@ -159,8 +159,9 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 
 /*
  * streamwm._query_pending(stream regclass, closed_until timestamptz,
- * OUT pending_events bigint, OUT newest_event timestamptz): the rows of a
- * stream not yet in a window a query closed, and the newest event time.
+ * OUT pending_events bigint, OUT newest_event timestamptz, OUT oldest_event
+ * timestamptz): the rows of a stream not yet in a window a query closed,
+ * and the newest and oldest of their event times.
  * NULLs for a stream the caller may not see.
  */
 Datum
@@ -169,8 +170,8 @@ streamwm_query_pending(PG_FUNCTION_ARGS)
 	Oid			relid = PG_GETARG_OID(0);
 	TimestampTz closed_until = PG_GETARG_TIMESTAMPTZ(1);
 	TupleDesc	tupdesc;
-	Datum		values[2];
-	bool		nulls[2] = {true, true};
+	Datum		values[3];
+	bool		nulls[3] = {true, true, true};
 	Oid			owner;
 	int			np;
 
@@ -185,14 +186,17 @@ streamwm_query_pending(PG_FUNCTION_ARGS)
 		Datum		args[1] = {TimestampTzGetDatum(closed_until)};
 
 		sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &cx);
-		sw_spi_exec(psprintf("SELECT pg_catalog.count(*), pg_catalog.max(t.sw_event_time)"
+		sw_spi_exec(psprintf("SELECT pg_catalog.count(*), pg_catalog.max(t.sw_event_time),"
+							 " pg_catalog.min(t.sw_event_time)"
 							 " FROM ONLY %s t WHERE t.sw_event_time >= $1",
 							 sw_relation_name(relid)),
 					1, types, args, NULL, SPI_OK_SELECT);
 		sw_leave_role(&cx);
 		check_result_type(2, TIMESTAMPTZOID);
+		check_result_type(3, TIMESTAMPTZOID);
 		values[0] = sw_spi_getdatum(0, 1, &nulls[0]);
 		values[1] = sw_spi_getdatum(0, 2, &nulls[1]);
+		values[2] = sw_spi_getdatum(0, 3, &nulls[2]);
 	}
 	SPI_finish();
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

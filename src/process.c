@@ -53,12 +53,15 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "commands/async.h"
 #include "common/int.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
+#include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/guc.h"
@@ -170,13 +173,23 @@ add_mark(LateRows *late, const SwStreamClock *clock)
 	late->pending_min = DT_NOEND;
 }
 
+/* One commit log entry: a transaction's rows lo < sw_offset <= hi in partition. */
+typedef struct LogEntry
+{
+	int32		partition;
+	int64		lo;
+	int64		hi;
+	TimestampTz arrival;
+	TimestampTz held_from;		/* the transaction's start */
+} LogEntry;
+
 /*
  * What a step knows of the stream's writers: the snapshot it reads with,
- * the partitions open transactions hold (sw_commit_fence), and, per
- * partition, the earliest start of a writing transaction not yet processed
- * (its commit log entry not read to the end), found when the watermark
- * rule first asks (held_from below) and again after rows of that partition
- * were processed.
+ * the partitions open transactions hold (sw_commit_fence), and the commit
+ * log entries of the current batch, per partition in offset order with the
+ * earliest held_from of each entry and those after it (so that held_from
+ * below costs no statement per row).  Entries past the batch (a partition
+ * cut at the batch's limit) are asked for once, when first needed.
  */
 typedef struct StepReader
 {
@@ -184,41 +197,108 @@ typedef struct StepReader
 	Snapshot	snapshot;
 	SwStreamClock *clock;
 	SwPartitionHold *live;		/* open writing transactions */
-	TimestampTz *held;			/* cached answer per partition */
-	bool	   *held_known;
+	LogEntry   *entries;		/* the batch's entries, in arrival order */
+	int		   *order;			/* entry indexes, by partition, then offset */
+	TimestampTz *suffix_held;	/* min held_from of order[k..] in its partition */
+	int		   *pstart;			/* per partition: its range in order */
+	int		   *pend;
+	int		   *cursor;			/* its first entry not read to the end */
+	bool	   *cut;			/* its entries past the batch may exist */
+	int64	   *beyond_hi;		/* ... above this hi */
+	TimestampTz *beyond;		/* their min held_from, once known */
+	bool	   *beyond_known;
 } StepReader;
 
-/* SwHeldFrom of a step: see watermark.h */
+/*
+ * SwHeldFrom of a step (see watermark.h): the earliest start of a writing
+ * transaction of the partition not yet processed to the end (its commit log
+ * entry not read to the end) or still open.
+ */
 static TimestampTz
 held_from(void *arg, int partition)
 {
 	StepReader *r = arg;
+	int64		done = r->clock->parts[partition].processed_offset;
+	TimestampTz h = DT_NOEND;
 
-	if (!r->held_known[partition])
+	while (r->cursor[partition] < r->pend[partition] &&
+		   r->entries[r->order[r->cursor[partition]]].hi <= done)
+		r->cursor[partition]++;
+	if (r->cursor[partition] < r->pend[partition])
+		h = r->suffix_held[r->cursor[partition]];
+	if (r->cut[partition])
 	{
-		SwRoleContext cx;
-		Oid			types[3] = {OIDOID, INT4OID, INT8OID};
-		Datum		values[3] = {ObjectIdGetDatum(r->relid), Int32GetDatum(partition),
-		Int64GetDatum(r->clock->parts[partition].processed_offset)};
-		TimestampTz h = DT_NOEND;
-		bool		isnull;
-		Datum		d;
+		if (!r->beyond_known[partition])
+		{
+			SwRoleContext cx;
+			Oid			types[3] = {OIDOID, INT4OID, INT8OID};
+			Datum		values[3] = {ObjectIdGetDatum(r->relid), Int32GetDatum(partition),
+			Int64GetDatum(Max(r->beyond_hi[partition], done))};
+			bool		isnull;
+			Datum		d;
 
-		sw_enter_catalog(&cx);
-		sw_spi_exec_snapshot("SELECT pg_catalog.min(held_from) FROM streamwm.commit_log"
-							 " WHERE stream = $1 AND partition = $2 AND hi > $3",
-							 3, types, values, NULL, SPI_OK_SELECT, r->snapshot);
-		d = sw_spi_getdatum(0, 1, &isnull);
-		if (!isnull)
-			h = DatumGetTimestampTz(d);
-		SPI_freetuptable(SPI_tuptable);
-		sw_leave_role(&cx);
-		if (r->live[partition].pid != 0 && r->live[partition].since < h)
-			h = r->live[partition].since;
-		r->held[partition] = h;
-		r->held_known[partition] = true;
+			sw_enter_catalog(&cx);
+			sw_spi_exec_snapshot("SELECT pg_catalog.min(held_from) FROM streamwm.commit_log"
+								 " WHERE stream = $1 AND partition = $2 AND hi > $3",
+								 3, types, values, NULL, SPI_OK_SELECT, r->snapshot);
+			d = sw_spi_getdatum(0, 1, &isnull);
+			r->beyond[partition] = isnull ? DT_NOEND : DatumGetTimestampTz(d);
+			SPI_freetuptable(SPI_tuptable);
+			sw_leave_role(&cx);
+			r->beyond_known[partition] = true;
+		}
+		if (r->beyond[partition] < h)
+			h = r->beyond[partition];
 	}
-	return r->held[partition];
+	if (r->live[partition].pid != 0 && r->live[partition].since < h)
+		h = r->live[partition].since;
+	return h;
+}
+
+/*
+ * Make a batch's entries what held_from answers from; 'limit' per
+ * partition were asked for, so a partition that got that many may have
+ * more past the last one.
+ */
+static void
+reader_set_entries(StepReader *r, LogEntry *entries, int nentries, int64 limit)
+{
+	int			np = r->clock->npartitions;
+	int		   *count = palloc0(np * sizeof(int));
+
+	if (r->order)
+	{
+		pfree(r->order);
+		pfree(r->suffix_held);
+	}
+	r->entries = entries;
+	r->order = palloc(Max(nentries, 1) * sizeof(int));
+	r->suffix_held = palloc(Max(nentries, 1) * sizeof(TimestampTz));
+	for (int i = 0; i < nentries; i++)
+		count[entries[i].partition]++;
+	for (int p = 0, at = 0; p < np; p++)
+	{
+		r->pstart[p] = r->pend[p] = r->cursor[p] = at;
+		at += count[p];
+	}
+	/* stable: within a partition arrival order is offset order */
+	for (int i = 0; i < nentries; i++)
+		r->order[r->pend[entries[i].partition]++] = i;
+	for (int p = 0; p < np; p++)
+	{
+		TimestampTz m = DT_NOEND;
+
+		for (int k = r->pend[p] - 1; k >= r->pstart[p]; k--)
+		{
+			if (entries[r->order[k]].held_from < m)
+				m = entries[r->order[k]].held_from;
+			r->suffix_held[k] = m;
+		}
+		r->cut[p] = count[p] >= limit;
+		r->beyond_hi[p] = count[p] > 0 ? entries[r->order[r->pend[p] - 1]].hi : -1;
+		r->beyond_known[p] = false;
+	}
+	pfree(count);
 }
 
 /* A row a batch fetched. */
@@ -239,15 +319,6 @@ fetched_cmp(const void *a, const void *b)
 		return x->partition < y->partition ? -1 : 1;
 	return x->offset < y->offset ? -1 : x->offset > y->offset ? 1 : 0;
 }
-
-/* One commit log entry: a transaction's rows lo < sw_offset <= hi in partition. */
-typedef struct LogEntry
-{
-	int32		partition;
-	int64		lo;
-	int64		hi;
-	TimestampTz arrival;
-} LogEntry;
 
 /*
  * Read the next batch of committed, unprocessed rows in arrival order and
@@ -275,7 +346,8 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	Datum		evalues[3];
 	Oid			rtypes[2] = {INT8ARRAYOID, INT8OID};
 	Datum		rvalues[2];
-	static const Oid entry_types[4] = {INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID};
+	static const Oid entry_types[5] = {INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID,
+	TIMESTAMPTZOID};
 	static const Oid row_types[3] = {INT4OID, INT8OID, TIMESTAMPTZOID};
 	LogEntry   *entries;
 	int			nentries;
@@ -288,6 +360,7 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	bool	   *truncated = palloc0(np * sizeof(bool));
 	int64	   *bound = palloc(np * sizeof(int64));
 	int32	   *groupparts = palloc(np * sizeof(int32));
+	TimestampTz *moment_held = palloc(np * sizeof(TimestampTz));
 	Datum		done;
 	uint64		nfetched;
 	FetchedRow *fetched;
@@ -315,16 +388,17 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	evalues[1] = Int64GetDatum(limit);
 	evalues[2] = ObjectIdGetDatum(r->relid);
 	sw_enter_catalog(&rcx);
-	sw_spi_exec_snapshot("SELECT e.partition, e.lo, e.hi, e.arrival"
+	sw_spi_exec_snapshot("SELECT e.partition, e.lo, e.hi, e.arrival, e.held_from"
 						 " FROM pg_catalog.unnest($1) WITH ORDINALITY AS p(done, n)"
-						 " CROSS JOIN LATERAL (SELECT e.partition, e.lo, e.hi, e.arrival"
+						 " CROSS JOIN LATERAL (SELECT e.partition, e.lo, e.hi, e.arrival,"
+						 " e.held_from"
 						 " FROM streamwm.commit_log e WHERE e.stream = $3"
 						 " AND e.partition = (p.n - 1)::pg_catalog.int4 AND e.hi > p.done"
 						 " ORDER BY e.hi LIMIT $2) e"
 						 " ORDER BY e.arrival, e.partition, e.hi",
 						 3, etypes, evalues, NULL, SPI_OK_SELECT, r->snapshot);
 	sw_leave_role(&rcx);
-	sw_check_result_types(SPI_tuptable->tupdesc, entry_types, 4, "streamwm.commit_log");
+	sw_check_result_types(SPI_tuptable->tupdesc, entry_types, 5, "streamwm.commit_log");
 	nentries = (int) SPI_processed;
 	entries = palloc(Max(nentries, 1) * sizeof(LogEntry));
 	for (int i = 0; i < nentries; i++)
@@ -336,6 +410,7 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 		e->lo = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
 		e->hi = DatumGetInt64(sw_spi_getdatum(i, 3, &isnull));
 		e->arrival = DatumGetTimestampTz(sw_spi_getdatum(i, 4, &isnull));
+		e->held_from = DatumGetTimestampTz(sw_spi_getdatum(i, 5, &isnull));
 		if (e->partition < 0 || e->partition >= np)
 			elog(ERROR, "streamwm: commit log of stream %s names partition %d", relname,
 				 e->partition);
@@ -343,6 +418,7 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 		last_arrival[e->partition] = e->arrival;
 	}
 	SPI_freetuptable(SPI_tuptable);
+	reader_set_entries(r, entries, nentries, limit);
 
 	/* take the entries that arrived before anything still unread */
 	for (int p = 0; p < np; p++)
@@ -441,9 +517,14 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 			int32		p = entries[j].partition;
 
 			if (bound[p] < 0)
+			{
 				groupparts[k++] = p;
+				moment_held[p] = entries[j].held_from;
+			}
 			if (entries[j].hi > bound[p])
 				bound[p] = entries[j].hi;
+			if (entries[j].held_from < moment_held[p])
+				moment_held[p] = entries[j].held_from;
 		}
 		sw_observe_arrival(clock, groupparts, k, arrival);
 		for (;;)
@@ -481,8 +562,8 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 			first[p]++;
 			nrows[p]--;
 			n++;
-			r->held_known[p] = false;
-			if (sw_observe_event(clock, p, off, t, arrival, &w))
+			/* written live: at its transaction's time, not replayed */
+			if (sw_observe_event(clock, p, off, t, arrival, t >= moment_held[p], &w))
 				late_rows_add(late, p, off, t, w, arrival);
 			else
 			{
@@ -499,7 +580,6 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 
 			if (!stopped && clock->parts[q].processed_offset < bound[q])
 				clock->parts[q].processed_offset = bound[q];
-			r->held_known[q] = false;
 			bound[q] = -1;
 		}
 		i = j;
@@ -532,6 +612,34 @@ save_stream(Oid relid, SwStreamClock *clock, int64 events, LateRows *late,
 	if (late->n > 0)
 		sw_catalog_log_late_rows(relid, late->n, late->partition, late->offset,
 								 late->event_time, late->watermark, late->arrival);
+}
+
+/*
+ * NOTIFY streamwm (SPEC section 11), in the step's transaction: sent when
+ * it commits, so a listener never hears of results it cannot see yet.
+ * PostgreSQL has no privileges on channels: the payload says which query
+ * wrote how many rows up to when, never any data.
+ */
+static void
+notify_results(const SwQueryDef *def, TimestampTz closed_until, int64 rows)
+{
+	StringInfoData payload;
+	char		ts[MAXDATELEN + 1];
+
+	initStringInfo(&payload);
+	appendStringInfoString(&payload, "{\"query\": ");
+	escape_json(&payload, def->name);
+	appendStringInfoString(&payload, ", \"result_table\": ");
+	if (OidIsValid(def->result_table))
+		escape_json(&payload, sw_relation_name(def->result_table));
+	else
+		appendStringInfoString(&payload, "null");
+	appendStringInfoString(&payload, ", \"closed_until\": ");
+	escape_json(&payload, JsonEncodeDateTime(ts, TimestampTzGetDatum(closed_until),
+											 TIMESTAMPTZOID, NULL));
+	appendStringInfo(&payload, ", \"rows\": " INT64_FORMAT "}", rows);
+	Async_Notify("streamwm", payload.data);
+	pfree(payload.data);
 }
 
 /*
@@ -575,6 +683,8 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 
 		sw_catalog_query_succeeded(def->name, clock->watermark, windows, rows,
 								   def->result_table);
+		if (rows > 0)
+			notify_results(def, clock->watermark, rows);
 
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
@@ -650,8 +760,11 @@ close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
 
 		if (def == NULL)
 			continue;
+		/* a paused query closes nothing; retention keeps what it needs */
+		if (def->paused)
+			;
 		/* a worker retries a failing query with exponential backoff */
-		if (from_worker && def->errors > 0 &&
+		else if (from_worker && def->errors > 0 &&
 			now < def->last_error_time +
 			Min(SW_QUERY_MAX_BACKOFF_US, USECS_PER_SEC << Min(def->errors - 1, 16)))
 			;
@@ -865,6 +978,39 @@ last_arrival(const SwStreamClock *clock)
 }
 
 /*
+ * The promise of a chain: when the stream is the result of a query, every
+ * row that query writes from now on has an event time (its window start)
+ * at or after the start of its first window not yet closed, the first
+ * aligned start above closed_until - size: every window ending by
+ * closed_until has been written, in rows this step's snapshot sees (the
+ * same transactions moved closed_until).  Read with the step's snapshot,
+ * never a later one.  DT_NOBEGIN when the stream is no query's result, or
+ * that query has closed nothing yet.
+ */
+static TimestampTz
+chain_promise(Oid relid, Snapshot snapshot)
+{
+	SwRoleContext cx;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	TimestampTz promise = DT_NOBEGIN;
+	bool		isnull;
+	Datum		d;
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec_snapshot("SELECT CASE WHEN pg_catalog.min(closed_until) > '-infinity'"
+						 " THEN pg_catalog.min(streamwm.window_start(closed_until - size, hop) + hop) END"
+						 " FROM streamwm.query_def WHERE result_stream AND result_table = $1",
+						 1, types, values, NULL, SPI_OK_SELECT, snapshot);
+	d = sw_spi_getdatum(0, 1, &isnull);
+	if (!isnull)
+		promise = DatumGetTimestampTz(d);
+	SPI_freetuptable(SPI_tuptable);
+	sw_leave_role(&cx);
+	return promise;
+}
+
+/*
  * One step on one stream; see the file header.  The caller is connected to
  * SPI.  With max_rows > 0 at most about that many rows are read (a worker
  * tick); otherwise every committed row is.  A worker (from_worker) skips a
@@ -930,8 +1076,19 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	reader.relid = relid;
 	reader.clock = &clock;
 	reader.live = palloc(clock.npartitions * sizeof(SwPartitionHold));
-	reader.held = palloc(clock.npartitions * sizeof(TimestampTz));
-	reader.held_known = palloc0(clock.npartitions * sizeof(bool));
+	reader.pstart = palloc0(clock.npartitions * sizeof(int));
+	reader.pend = palloc0(clock.npartitions * sizeof(int));
+	reader.cursor = palloc0(clock.npartitions * sizeof(int));
+	reader.cut = palloc(clock.npartitions * sizeof(bool));
+	reader.beyond_hi = palloc(clock.npartitions * sizeof(int64));
+	reader.beyond = palloc(clock.npartitions * sizeof(TimestampTz));
+	reader.beyond_known = palloc0(clock.npartitions * sizeof(bool));
+	for (int i = 0; i < clock.npartitions; i++)
+	{
+		/* no batch read yet: every unread entry is past it */
+		reader.cut[i] = true;
+		reader.beyond_hi[i] = -1;
+	}
 	reader.snapshot = sw_commit_fence(relid, clock.npartitions, reader.live, &fence_clock);
 	clock.held_from = held_from;
 	clock.held_arg = &reader;
@@ -960,8 +1117,14 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	 * arrival read, which has already been applied).  A partition with a
 	 * backlog is never idle: only judge when caught up.
 	 */
-	if (caught_up && now > last_arrival(&clock))
-		sw_advance_until(&clock, now);
+	if (caught_up)
+	{
+		clock.promise = chain_promise(relid, reader.snapshot);
+		if (now > last_arrival(&clock))
+			sw_advance_until(&clock, now);
+		else if (!TIMESTAMP_IS_NOBEGIN(clock.promise))
+			sw_advance_watermark(&clock, last_arrival(&clock));
+	}
 	clock.held_from = NULL;
 	UnregisterSnapshot(reader.snapshot);
 

@@ -29,6 +29,8 @@ typedef struct SwQueryDef
 	Oid			pane_table;		/* pane plan: its pane state, InvalidOid if none */
 	char	   *pane_stamp;		/* what the pane state was built with */
 	Datum		folded_offsets; /* int8[]: per partition, how far it is folded; 0 if none */
+	bool		paused;			/* pause_query(): no window closes until resumed */
+	bool		result_stream;	/* result_table is a stream: a chain */
 } SwQueryDef;
 
 extern List *sw_relation_rtes(Query *q);

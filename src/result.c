@@ -223,6 +223,62 @@ streamwm_query_columns(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/*
+ * A chain (SPEC section 10): the windows' rows go into another stream, each
+ * with its window_start as sw_write_time (the event time there), in window
+ * order, so that none is late downstream however small its delay.  The
+ * stream's window_start and window_end columns, if it has them, are filled
+ * too.  Its insert trigger gives them partitions and offsets, and they
+ * arrive when the step commits.  Exactly once: a window closes once.
+ */
+static char *
+chain_statement(const SwQueryDef *def, List *cols, const char *ctes, const char *select,
+				const char *window_start, const char *result)
+{
+	StringInfoData sql;
+	StringInfoData names;
+	StringInfoData values;
+	ListCell   *lc;
+	Oid			stream = def->result_table;
+
+	initStringInfo(&sql);
+	initStringInfo(&names);
+	initStringInfo(&values);
+	appendStringInfoString(&names, "sw_write_time");
+	appendStringInfoString(&values, "sw_o.sw_ws");
+	if (get_attnum(stream, "window_start") != InvalidAttrNumber)
+	{
+		appendStringInfoString(&names, ", window_start");
+		appendStringInfoString(&values, ", sw_o.sw_ws");
+	}
+	if (get_attnum(stream, "window_end") != InvalidAttrNumber)
+	{
+		appendStringInfoString(&names, ", window_end");
+		appendStringInfoString(&values, ", sw_o.sw_we");
+	}
+	foreach(lc, cols)
+	{
+		SwOutputColumn *col = lfirst(lc);
+		const char *name = quote_identifier(col->name);
+
+		appendStringInfo(&names, ", %s", name);
+		appendStringInfo(&values, ", sw_o.%s", name);
+	}
+	appendStringInfo(&sql, "WITH %ssw_ins AS (INSERT INTO %s AS sw_r (%s) SELECT %s FROM (",
+					 ctes ? ctes : "", sw_relation_name(stream), names.data, values.data);
+	if (window_start)
+		appendStringInfo(&sql, "SELECT %s, %s + %s, sw_q.* FROM (%s) sw_q",
+						 window_start, window_start, sw_interval_literal(def->size_us), select);
+	else
+		appendStringInfoString(&sql, select);
+	appendStringInfoString(&sql, ") sw_o(sw_ws, sw_we");
+	foreach(lc, cols)
+		appendStringInfo(&sql, ", %s", quote_identifier(((SwOutputColumn *) lfirst(lc))->name));
+	appendStringInfo(&sql, ") ORDER BY sw_o.sw_ws RETURNING sw_r.sw_write_time AS window_start) %s",
+					 result);
+	return sql.data;
+}
+
 /* The upsert of a query's rows: "INSERT ... <select> ON CONFLICT ...". */
 char *
 sw_upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
@@ -241,6 +297,8 @@ sw_upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
 						def->result_name, def->name),
 				 errhint("Create it again with the same columns and key, or drop the query.")));
 	cols = sw_query_columns(def->stream, def->query);
+	if (def->result_stream)
+		return chain_statement(def, cols, ctes, select, window_start, result);
 	initStringInfo(&sql);
 	initStringInfo(&keys);
 	initStringInfo(&sets);

@@ -21,6 +21,21 @@
  *			 writes into p had begun by a and not committed yet (p is held);
  *	 W	   = max(W, min of wm(p) over the partitions not idle at a); with
  *			 every partition idle, W holds;
+ *	 heartbeat (SPEC section 10): when the event time is the write time,
+ *			 a partition whose newest row was written live (its write time
+ *			 not before its transaction began: assigned by the server, not
+ *			 a replayed one) will get no row written before the oldest
+ *			 transaction holding it began, or before 'a' if none does; so
+ *			 at a, wm(p) is at least that moment - watermark_delay, idle or
+ *			 not (sw_heartbeat).  That bound only grows with a, and does not
+ *			 jump: W stays a nondecreasing function of the clock, and is
+ *			 the same whether it is evaluated at every moment or only at
+ *			 the next arrival or step end;
+ *	 a chain's promise (a stream that is the result of a query, SPEC
+ *			 section 10): no row to come has an event time below the start
+ *			 of the query's next window; at the end of a step, every
+ *			 partition's wm(p) is at least that - watermark_delay, so the
+ *			 windows of windows close when the first stage's do;
  *	 W is advanced at every moment a partition becomes idle (then, not
  *			 when some step happens to end: sw_advance_until), at each moment
  *			 rows arrive, before they are judged, and after each event;
@@ -80,8 +95,45 @@ sw_partition_watermark(const SwStreamClock *clock, int partition)
 }
 
 /*
- * Advance W with the partitions that are not idle at clock time 'at'.
- * Returns true if W moved.
+ * The heartbeat of partition p at clock time 'at': the lowest watermark a
+ * row written into p from now on can have, if write times are assigned by
+ * the server: the start of the oldest transaction holding p (its rows are
+ * on their way), else 'at', minus watermark_delay.  DT_NOBEGIN when the
+ * heartbeat does not apply to p (the event time comes from the data, or p's
+ * newest row was replayed with an explicit write time, or has none).
+ */
+TimestampTz
+sw_heartbeat(const SwStreamClock *clock, int partition, TimestampTz at)
+{
+	TimestampTz since = at;
+	TimestampTz beat = DT_NOBEGIN;
+	TimestampTz promised;
+
+	if (clock->heartbeat && clock->parts[partition].live)
+	{
+		if (clock->held_from != NULL)
+		{
+			TimestampTz held = clock->held_from(clock->held_arg, partition);
+
+			if (held < since)
+				since = held;
+		}
+		if (TIMESTAMP_NOT_FINITE(since) ||
+			pg_sub_s64_overflow(since, clock->delay_us, &beat) ||
+			!IS_VALID_TIMESTAMP(beat))
+			beat = DT_NOBEGIN;
+	}
+	/* a chain's promise holds for every partition */
+	if (!TIMESTAMP_NOT_FINITE(clock->promise) &&
+		!pg_sub_s64_overflow(clock->promise, clock->delay_us, &promised) &&
+		IS_VALID_TIMESTAMP(promised) && promised > beat)
+		beat = promised;
+	return beat;
+}
+
+/*
+ * Advance W with the partitions that are not idle at clock time 'at' (and
+ * those the heartbeat moves, idle or not).  Returns true if W moved.
  */
 bool
 sw_advance_watermark(SwStreamClock *clock, TimestampTz at)
@@ -92,11 +144,14 @@ sw_advance_watermark(SwStreamClock *clock, TimestampTz at)
 	for (int i = 0; i < clock->npartitions; i++)
 	{
 		TimestampTz wm;
+		TimestampTz beat = sw_heartbeat(clock, i, at);
 
-		if (sw_partition_is_idle(clock, i, at))
+		if (TIMESTAMP_IS_NOBEGIN(beat) && sw_partition_is_idle(clock, i, at))
 			continue;
 		any_active = true;
 		wm = sw_partition_watermark(clock, i);
+		if (beat > wm)
+			wm = beat;
 		if (wm < low)
 			low = wm;
 	}
@@ -199,12 +254,13 @@ sw_observe_arrival(SwStreamClock *clock, const int32 *partitions, int n, Timesta
 
 /*
  * Process one event: decide whether it is late, then let it advance its
- * partition (late or not, filtered out by a query or not) and W.
+ * partition (late or not, filtered out by a query or not) and W.  'live':
+ * its write time is not before its transaction began (see sw_heartbeat).
  * Returns true if the event is late; *watermark_before is W at that moment.
  */
 bool
 sw_observe_event(SwStreamClock *clock, int partition, int64 offset,
-				 TimestampTz event_time, TimestampTz arrival,
+				 TimestampTz event_time, TimestampTz arrival, bool live,
 				 TimestampTz *watermark_before)
 {
 	SwPartitionClock *p = &clock->parts[partition];
@@ -227,6 +283,7 @@ sw_observe_event(SwStreamClock *clock, int partition, int64 offset,
 	if (arrival > p->last_arrival)
 		p->last_arrival = arrival;
 	p->processed_offset = offset;
+	p->live = live;
 	sw_advance_watermark(clock, arrival);
 	return late;
 }

@@ -14,6 +14,8 @@ typedef struct SwPartitionClock
 	int64		processed_offset;	/* newest offset processed */
 	TimestampTz max_event_time; /* DT_NOBEGIN before the first event */
 	TimestampTz last_arrival;	/* DT_NOBEGIN when no row has arrived */
+	bool		live;			/* its newest row was written live: its write
+								 * time is not before its transaction began */
 } SwPartitionClock;
 
 /*
@@ -32,6 +34,9 @@ typedef struct SwStreamClock
 	TimestampTz created;		/* when the stream was created */
 	TimestampTz watermark;		/* W; DT_NOBEGIN is minus infinity */
 	SwPartitionClock *parts;
+	bool		heartbeat;		/* the event time is the write time */
+	TimestampTz promise;		/* a chain's: no row to come has an earlier
+								 * event time; DT_NOBEGIN if none */
 	bool		limit_future;	/* max_future_skew is set */
 	int64		max_future_skew_us; /* max_future_skew, if limit_future */
 	int64		future_events;	/* events this step found too far ahead */
@@ -43,6 +48,8 @@ extern bool sw_partition_is_idle(const SwStreamClock *clock, int partition,
 								 TimestampTz at);
 extern TimestampTz sw_partition_watermark(const SwStreamClock *clock,
 										  int partition);
+extern TimestampTz sw_heartbeat(const SwStreamClock *clock, int partition,
+								TimestampTz at);
 extern TimestampTz sw_future_bound(const SwStreamClock *clock,
 								   TimestampTz arrival);
 extern bool sw_advance_watermark(SwStreamClock *clock, TimestampTz at);
@@ -51,6 +58,6 @@ extern void sw_observe_arrival(SwStreamClock *clock, const int32 *partitions,
 							   int n, TimestampTz at);
 extern bool sw_observe_event(SwStreamClock *clock, int partition, int64 offset,
 							 TimestampTz event_time, TimestampTz arrival,
-							 TimestampTz *watermark_before);
+							 bool live, TimestampTz *watermark_before);
 
 #endif							/* STREAMWM_WATERMARK_H */

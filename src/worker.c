@@ -674,6 +674,19 @@ streamwm_worker_main(Datum arg)
 					PGC_SUSET, PGC_S_OVERRIDE);
 	pgstat_report_appname("streamwm worker");
 
+	/*
+	 * Leave at once, never holding the lock, if streamwm is not installed
+	 * (yet): the launcher's probe of a database whose CREATE EXTENSION has
+	 * not committed must not keep out the worker that commit starts.
+	 */
+	if (!extension_installed())
+	{
+		ereport(DEBUG1,
+				(errmsg("streamwm worker for database %u stops: the extension is not installed",
+						dboid)));
+		proc_exit(0);
+	}
+
 	/* One worker per database: a session lock, gone when we exit. */
 	StartTransactionCommand();
 	got_lock = take_worker_lock(dboid);
