@@ -33,7 +33,8 @@ CREATE TABLE streamwm.stream_def (
                                         -- or a purge
     purged_rows     bigint NOT NULL DEFAULT 0, -- unread rows a DELETE or TRUNCATE removed
     step_started    timestamptz,        -- a worker's step began (committed first), until it ends
-    step_crashes    int NOT NULL DEFAULT 0 -- workers that ended inside this stream's step in a row
+    step_crashes    int NOT NULL DEFAULT 0, -- workers that ended inside this stream's step in a row
+    allowed_lateness interval NOT NULL DEFAULT '0' -- events down to W - this are accepted (SPEC section 10)
 );
 
 CREATE TABLE streamwm.partition_state (
@@ -70,7 +71,9 @@ CREATE TABLE streamwm.query_def (
     reads           regclass[],         -- every relation the query reads (src/query_ddl.c)
     pane_table      regclass,           -- pane plan: the partial aggregates per (pane, group)
     pane_stamp      text,               -- what pane_table's contents were built with
-    folded_offsets  bigint[]            -- per partition: rows up to here are in pane_table
+    folded_offsets  bigint[],           -- per partition: rows up to here are in pane_table
+                                        -- (general plan with allowed_lateness: were read)
+    windows_refired bigint NOT NULL DEFAULT 0 -- closed windows upserted again (allowed_lateness)
 );
 CREATE INDEX ON streamwm.query_def (stream);
 
@@ -268,7 +271,7 @@ CREATE FUNCTION streamwm.process(stream regclass DEFAULT NULL, now timestamptz D
 CREATE FUNCTION streamwm._register_stream(stream regclass, partitions int,
     watermark_delay interval, event_time text, partition_key text,
     granularity interval, idle_timeout interval, retention interval,
-    max_future_skew interval)
+    max_future_skew interval, allowed_lateness interval DEFAULT '0')
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_register_stream' LANGUAGE C;
 
 CREATE FUNCTION streamwm._unregister_stream(stream regclass, cascade boolean)
@@ -382,10 +385,11 @@ CREATE FUNCTION streamwm.create_stream(
     watermark_granularity interval DEFAULT '1 second',
     idle_timeout          interval DEFAULT '5 seconds',
     retention             interval DEFAULT '1 day',
-    max_future_skew       interval DEFAULT '1 day')
+    max_future_skew       interval DEFAULT '1 day',
+    allowed_lateness      interval DEFAULT '0')
 RETURNS regclass
 LANGUAGE sql AS $$
-SELECT streamwm._create_stream($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+SELECT streamwm._create_stream($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
                                pg_catalog.current_setting('search_path'))
 $$;
 
@@ -400,6 +404,7 @@ CREATE FUNCTION streamwm._create_stream(
     idle_timeout          interval,
     retention             interval,
     max_future_skew       interval,
+    allowed_lateness      interval,
     user_path             text)
 RETURNS regclass
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -427,6 +432,7 @@ BEGIN
     IF max_future_skew IS NOT NULL THEN
         max_future_skew := streamwm._check_interval('max_future_skew', max_future_skew, true);
     END IF;
+    allowed_lateness := streamwm._check_interval('allowed_lateness', allowed_lateness, true);
 
     qname := streamwm._qualified_name(name, user_path);
     IF to_regclass(qname) IS NOT NULL THEN
@@ -494,7 +500,7 @@ BEGIN
     PERFORM streamwm._register_stream(rel, partitions, watermark_delay,
                                       nullif(event_time, ''), nullif(partition_key, ''),
                                       watermark_granularity, idle_timeout, retention,
-                                      max_future_skew);
+                                      max_future_skew, allowed_lateness);
     RETURN rel;
 END $$;
 
@@ -869,7 +875,8 @@ SELECT d.stream,
        coalesce(clock_timestamp() - b.oldest_unprocessed, interval '0') AS processing_lag,
        d.max_future_skew,
        d.future_events,
-       d.purged_rows
+       d.purged_rows,
+       d.allowed_lateness
   FROM streamwm.stream_def d
   CROSS JOIN LATERAL (
       SELECT coalesce(sum(x.backlog), 0)::bigint AS unprocessed_events,
@@ -899,7 +906,8 @@ SELECT q.name AS query,
        l.pending_events,
        CASE WHEN l.newest_event IS NULL THEN interval '0'
             WHEN q.closed_until = '-infinity' THEN NULL
-            ELSE greatest(l.newest_event - q.closed_until, interval '0') END AS lag
+            ELSE greatest(l.newest_event - q.closed_until, interval '0') END AS lag,
+       q.windows_refired
   FROM streamwm.query_def q
   JOIN streamwm.stream_def d ON d.stream = q.stream
   CROSS JOIN LATERAL (SELECT pg_catalog.pg_has_role(q.owner, 'USAGE')

@@ -403,10 +403,10 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 	Oid			relid;
 	Relation	rel;
 	SwRoleContext cx;
-	Oid			types[10] = {OIDOID, INT4OID, INTERVALOID, TEXTOID, TEXTOID,
-	INTERVALOID, INTERVALOID, INTERVALOID, INTERVALOID, OIDOID};
-	Datum		values[10];
-	char		nulls[10];
+	Oid			types[11] = {OIDOID, INT4OID, INTERVALOID, TEXTOID, TEXTOID,
+	INTERVALOID, INTERVALOID, INTERVALOID, INTERVALOID, OIDOID, INTERVALOID};
+	Datum		values[11];
+	char		nulls[11];
 
 	for (int i = 0; i < 9; i++)
 	{
@@ -454,6 +454,16 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 
 	values[9] = ObjectIdGetDatum(GetUserId());
 	nulls[9] = ' ';
+	/* allowed_lateness (SPEC section 10): create_stream checked it; so do we */
+	if (PG_NARGS() < 10 || PG_ARGISNULL(9))
+		values[10] = IntervalPGetDatum(palloc0(sizeof(Interval)));
+	else
+		values[10] = PG_GETARG_DATUM(9);
+	nulls[10] = ' ';
+	if (sw_interval_usec(DatumGetIntervalP(values[10])) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("allowed_lateness must be zero or positive")));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (sw_lookup_stream(relid, false, NULL, NULL))
@@ -463,9 +473,9 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 	sw_enter_catalog(&cx);
 	sw_spi_exec("INSERT INTO streamwm.stream_def (stream, partitions, watermark_delay,"
 				" event_time, partition_key, granularity, idle_timeout, retention,"
-				" max_future_skew, owner)"
-				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-				10, types, values, nulls, SPI_OK_INSERT);
+				" max_future_skew, owner, allowed_lateness)"
+				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+				11, types, values, nulls, SPI_OK_INSERT);
 	sw_spi_exec("INSERT INTO streamwm.partition_state (stream, partition)"
 				" SELECT $1, p FROM pg_catalog.generate_series(0, $2 - 1) p",
 				2, types, values, NULL, SPI_OK_INSERT);
@@ -855,10 +865,12 @@ sw_catalog_lock_stream(Oid relid, bool skip_locked, SwStreamClock *clock,
 
 	sw_spi_exec(skip_locked ?
 				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
-				" watermark, max_future_skew FROM streamwm.stream_def WHERE stream = $1"
+				" watermark, max_future_skew, allowed_lateness"
+				" FROM streamwm.stream_def WHERE stream = $1"
 				" FOR NO KEY UPDATE SKIP LOCKED" :
 				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
-				" watermark, max_future_skew FROM streamwm.stream_def WHERE stream = $1"
+				" watermark, max_future_skew, allowed_lateness"
+				" FROM streamwm.stream_def WHERE stream = $1"
 				" FOR NO KEY UPDATE",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -871,6 +883,7 @@ sw_catalog_lock_stream(Oid relid, bool skip_locked, SwStreamClock *clock,
 	clock->watermark = DatumGetTimestampTz(sw_spi_getdatum(0, 6, &isnull));
 	skew = sw_spi_getdatum(0, 7, &isnull);
 	load_future_skew(clock, skew, isnull);
+	clock->lateness_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 8, &isnull)));
 	clock->parts = palloc0(clock->npartitions * sizeof(SwPartitionClock));
 
 	sw_spi_exec("SELECT partition, processed_offset, max_event_time,"
@@ -1173,22 +1186,46 @@ sw_catalog_stream_has_general_query(Oid relid)
  */
 void
 sw_catalog_query_succeeded(const char *name, TimestampTz closed_until,
-						   int64 windows, int64 rows, Oid result_table)
+						   int64 windows, int64 rows, Oid result_table,
+						   int64 refired)
 {
-	Oid			utypes[5] = {TEXTOID, TIMESTAMPTZOID, INT8OID, INT8OID, OIDOID};
-	Datum		uvalues[5];
+	Oid			utypes[6] = {TEXTOID, TIMESTAMPTZOID, INT8OID, INT8OID, OIDOID, INT8OID};
+	Datum		uvalues[6];
 
 	uvalues[0] = CStringGetTextDatum(name);
 	uvalues[1] = TimestampTzGetDatum(closed_until);
 	uvalues[2] = Int64GetDatum(windows);
 	uvalues[3] = Int64GetDatum(rows);
 	uvalues[4] = ObjectIdGetDatum(result_table);
+	uvalues[5] = Int64GetDatum(refired);
 	sw_spi_exec("UPDATE streamwm.query_def SET closed_until = $2,"
 				" windows_emitted = windows_emitted + $3,"
 				" rows_upserted = rows_upserted + $4, result_table = $5,"
+				" windows_refired = windows_refired + $6,"
 				" last_error = NULL, last_error_time = NULL, errors = 0"
 				" WHERE name = $1",
-				5, utypes, uvalues, NULL, SPI_OK_UPDATE);
+				6, utypes, uvalues, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * The general plan of a query on a stream with allowed_lateness: how far
+ * its last successful step read (each partition's processed offset), so
+ * that the next finds the rows that may re-fire closed windows.  As the
+ * catalog's owner.
+ */
+void
+sw_catalog_record_read(const char *name, Datum offsets)
+{
+	SwRoleContext cx;
+	Oid			types[2] = {TEXTOID, INT8ARRAYOID};
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = offsets;
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.query_def SET folded_offsets = $2 WHERE name = $1",
+				2, types, values, NULL, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
 }
 
 /* A query's step failed: record the error (the worker backs off on it). */
@@ -1227,7 +1264,9 @@ sw_catalog_load_query(const char *name)
 				" start_offset, search_path, owner, closed_until, errors,"
 				" coalesce(last_error_time, '-infinity'), result_name, plan,"
 				" coalesce((SELECT c.oid FROM pg_catalog.pg_class c WHERE c.oid = pane_table),"
-				" 0::pg_catalog.oid), pane_stamp, folded_offsets"
+				" 0::pg_catalog.oid), pane_stamp, folded_offsets,"
+				" (SELECT d.allowed_lateness FROM streamwm.stream_def d"
+				"   WHERE d.stream = query_def.stream)"
 				" FROM streamwm.query_def WHERE name = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -1252,6 +1291,8 @@ sw_catalog_load_query(const char *name)
 	def->pane_stamp = isnull ? NULL : TextDatumGetCString(d);
 	d = sw_spi_getdatum(0, 16, &isnull);
 	def->folded_offsets = isnull ? (Datum) 0 : SPI_datumTransfer(d, false, -1);
+	d = sw_spi_getdatum(0, 17, &isnull);
+	def->lateness_us = isnull ? 0 : sw_interval_usec(DatumGetIntervalP(d));
 	return def;
 }
 
