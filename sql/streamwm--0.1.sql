@@ -73,7 +73,9 @@ CREATE TABLE streamwm.query_def (
     pane_stamp      text,               -- what pane_table's contents were built with
     folded_offsets  bigint[],           -- per partition: rows up to here are in pane_table
                                         -- (general plan with allowed_lateness: were read)
-    windows_refired bigint NOT NULL DEFAULT 0 -- closed windows upserted again (allowed_lateness)
+    windows_refired bigint NOT NULL DEFAULT 0, -- closed windows upserted again (allowed_lateness)
+    start_closed_until timestamptz      -- closed_until at create_query: windows that ended
+                                        -- by then are not the query's, and never re-fire
 );
 CREATE INDEX ON streamwm.query_def (stream);
 
@@ -271,8 +273,12 @@ CREATE FUNCTION streamwm.process(stream regclass DEFAULT NULL, now timestamptz D
 CREATE FUNCTION streamwm._register_stream(stream regclass, partitions int,
     watermark_delay interval, event_time text, partition_key text,
     granularity interval, idle_timeout interval, retention interval,
-    max_future_skew interval, allowed_lateness interval DEFAULT '0')
+    max_future_skew interval)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_register_stream' LANGUAGE C;
+
+-- create_stream's allowed_lateness, for a stream nothing has processed or queried yet
+CREATE FUNCTION streamwm._set_allowed_lateness(stream regclass, allowed_lateness interval)
+    RETURNS regclass AS 'MODULE_PATHNAME', 'streamwm_set_allowed_lateness' LANGUAGE C;
 
 CREATE FUNCTION streamwm._unregister_stream(stream regclass, cascade boolean)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_unregister_stream' LANGUAGE C STRICT;
@@ -389,8 +395,10 @@ CREATE FUNCTION streamwm.create_stream(
     allowed_lateness      interval DEFAULT '0')
 RETURNS regclass
 LANGUAGE sql AS $$
-SELECT streamwm._create_stream($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
-                               pg_catalog.current_setting('search_path'))
+SELECT streamwm._set_allowed_lateness(
+           streamwm._create_stream($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+                                   pg_catalog.current_setting('search_path')),
+           $11)
 $$;
 
 CREATE FUNCTION streamwm._create_stream(
@@ -404,7 +412,6 @@ CREATE FUNCTION streamwm._create_stream(
     idle_timeout          interval,
     retention             interval,
     max_future_skew       interval,
-    allowed_lateness      interval,
     user_path             text)
 RETURNS regclass
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -432,7 +439,6 @@ BEGIN
     IF max_future_skew IS NOT NULL THEN
         max_future_skew := streamwm._check_interval('max_future_skew', max_future_skew, true);
     END IF;
-    allowed_lateness := streamwm._check_interval('allowed_lateness', allowed_lateness, true);
 
     qname := streamwm._qualified_name(name, user_path);
     IF to_regclass(qname) IS NOT NULL THEN
@@ -500,7 +506,7 @@ BEGIN
     PERFORM streamwm._register_stream(rel, partitions, watermark_delay,
                                       nullif(event_time, ''), nullif(partition_key, ''),
                                       watermark_granularity, idle_timeout, retention,
-                                      max_future_skew, allowed_lateness);
+                                      max_future_skew);
     RETURN rel;
 END $$;
 

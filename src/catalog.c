@@ -49,6 +49,7 @@
 
 PG_FUNCTION_INFO_V1(streamwm_register_stream);
 PG_FUNCTION_INFO_V1(streamwm_unregister_stream);
+PG_FUNCTION_INFO_V1(streamwm_set_allowed_lateness);
 PG_FUNCTION_INFO_V1(streamwm_register_query);
 PG_FUNCTION_INFO_V1(streamwm_unregister_query);
 PG_FUNCTION_INFO_V1(streamwm_check_create_table);
@@ -403,10 +404,10 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 	Oid			relid;
 	Relation	rel;
 	SwRoleContext cx;
-	Oid			types[11] = {OIDOID, INT4OID, INTERVALOID, TEXTOID, TEXTOID,
-	INTERVALOID, INTERVALOID, INTERVALOID, INTERVALOID, OIDOID, INTERVALOID};
-	Datum		values[11];
-	char		nulls[11];
+	Oid			types[10] = {OIDOID, INT4OID, INTERVALOID, TEXTOID, TEXTOID,
+	INTERVALOID, INTERVALOID, INTERVALOID, INTERVALOID, OIDOID};
+	Datum		values[10];
+	char		nulls[10];
 
 	for (int i = 0; i < 9; i++)
 	{
@@ -454,16 +455,6 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 
 	values[9] = ObjectIdGetDatum(GetUserId());
 	nulls[9] = ' ';
-	/* allowed_lateness (SPEC section 10): create_stream checked it; so do we */
-	if (PG_NARGS() < 10 || PG_ARGISNULL(9))
-		values[10] = IntervalPGetDatum(palloc0(sizeof(Interval)));
-	else
-		values[10] = PG_GETARG_DATUM(9);
-	nulls[10] = ' ';
-	if (sw_interval_usec(DatumGetIntervalP(values[10])) < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("allowed_lateness must be zero or positive")));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (sw_lookup_stream(relid, false, NULL, NULL))
@@ -473,9 +464,9 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 	sw_enter_catalog(&cx);
 	sw_spi_exec("INSERT INTO streamwm.stream_def (stream, partitions, watermark_delay,"
 				" event_time, partition_key, granularity, idle_timeout, retention,"
-				" max_future_skew, owner, allowed_lateness)"
-				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-				11, types, values, nulls, SPI_OK_INSERT);
+				" max_future_skew, owner)"
+				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+				10, types, values, nulls, SPI_OK_INSERT);
 	sw_spi_exec("INSERT INTO streamwm.partition_state (stream, partition)"
 				" SELECT $1, p FROM pg_catalog.generate_series(0, $2 - 1) p",
 				2, types, values, NULL, SPI_OK_INSERT);
@@ -484,6 +475,72 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * streamwm._set_allowed_lateness(stream regclass, allowed_lateness interval)
+ * RETURNS regclass: create_stream's allowed_lateness (SPEC section 10),
+ * zero or positive, without months (a fixed number of microseconds, as
+ * every interval of streamwm).  Only for a stream the caller manages that
+ * no step has processed and no query reads: a later change would make
+ * steps re-fire windows whose panes and rows are gone.
+ */
+Datum
+streamwm_set_allowed_lateness(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	Interval   *lateness;
+	Interval   *stored;
+	int64		usec;
+	SwRoleContext cx;
+	Oid			types[2] = {OIDOID, INTERVALOID};
+	Datum		values[2];
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("stream must not be NULL")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("allowed_lateness must not be NULL"),
+				 errhint("Give '0' for no lateness.")));
+	relid = PG_GETARG_OID(0);
+	lateness = PG_GETARG_INTERVAL_P(1);
+	if (lateness->month != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("allowed_lateness must not contain months or years: %s",
+						DatumGetCString(DirectFunctionCall1(interval_out,
+															IntervalPGetDatum(lateness)))),
+				 errhint("Use days, hours, minutes or seconds.")));
+	usec = sw_interval_usec(lateness);
+	if (usec < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("allowed_lateness must be zero or positive: %s",
+						DatumGetCString(DirectFunctionCall1(interval_out,
+															IntervalPGetDatum(lateness))))));
+	stored = palloc0(sizeof(Interval));
+	stored->time = usec;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	(void) sw_check_stream_manager(relid, true);
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = IntervalPGetDatum(stored);
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.stream_def d SET allowed_lateness = $2"
+				" WHERE d.stream = $1 AND d.events = 0 AND d.last_processed IS NULL"
+				" AND NOT EXISTS (SELECT 1 FROM streamwm.query_def q WHERE q.stream = $1)",
+				2, types, values, NULL, SPI_OK_UPDATE);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("allowed_lateness of stream %s can only be set when it is created",
+						sw_relation_name(relid))));
+	sw_leave_role(&cx);
+	SPI_finish();
+	PG_RETURN_OID(relid);
+}
 
 /*
  * Drop the pane tables (pane plan state, query.c) of the queries a WHERE
@@ -625,9 +682,9 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 				 errmsg("query \"%s\" already exists", name)));
 	sw_spi_exec("INSERT INTO streamwm.query_def (name, stream, query, query_text, hop, size,"
 				" result_table, start_from, start_offset, closed_until, result_name,"
-				" search_path, owner, plan, reads)"
+				" search_path, owner, plan, reads, start_closed_until)"
 				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
-				" '" SW_SAFE_SEARCH_PATH "', $12, $13, $14)",
+				" '" SW_SAFE_SEARCH_PATH "', $12, $13, $14, $10)",
 				14, types, values, NULL, SPI_OK_INSERT);
 	sw_leave_role(&cx);
 	SPI_finish();
@@ -1266,7 +1323,7 @@ sw_catalog_load_query(const char *name)
 				" coalesce((SELECT c.oid FROM pg_catalog.pg_class c WHERE c.oid = pane_table),"
 				" 0::pg_catalog.oid), pane_stamp, folded_offsets,"
 				" (SELECT d.allowed_lateness FROM streamwm.stream_def d"
-				"   WHERE d.stream = query_def.stream)"
+				"   WHERE d.stream = query_def.stream), start_closed_until"
 				" FROM streamwm.query_def WHERE name = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -1293,6 +1350,8 @@ sw_catalog_load_query(const char *name)
 	def->folded_offsets = isnull ? (Datum) 0 : SPI_datumTransfer(d, false, -1);
 	d = sw_spi_getdatum(0, 17, &isnull);
 	def->lateness_us = isnull ? 0 : sw_interval_usec(DatumGetIntervalP(d));
+	d = sw_spi_getdatum(0, 18, &isnull);
+	def->start_closed = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
 	return def;
 }
 

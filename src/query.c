@@ -628,20 +628,25 @@ windows_with_rows(const SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
  * start in (floor, lo], lo = closed_until - size.  A row the query has
  * not read yet that was accepted with t < closed_until has
  * t >= closed_until - allowed_lateness, so every closed window it falls
- * into starts after lo - allowed_lateness.  A query that has not run yet
- * (no folded offsets recorded) re-fires nothing: the windows before its
- * first one are not its own.
+ * into starts after lo - allowed_lateness.  Never a window that had ended
+ * when the query was created (start <= its first closed_until - size):
+ * that is not the query's, whatever rows arrive for it, and however they
+ * are batched.
  */
 TimestampTz
 sw_refire_floor(const SwQueryDef *def, TimestampTz lo)
 {
 	TimestampTz floor;
+	TimestampTz first;
 
-	if (def->lateness_us == 0 || def->folded_offsets == (Datum) 0 ||
-		TIMESTAMP_NOT_FINITE(lo))
+	if (def->lateness_us == 0 || TIMESTAMP_NOT_FINITE(lo))
 		return lo;
 	if (pg_sub_s64_overflow(lo, def->lateness_us, &floor) || !IS_VALID_TIMESTAMP(floor))
-		return DT_NOBEGIN;
+		floor = DT_NOBEGIN;
+	if (!TIMESTAMP_NOT_FINITE(def->start_closed) &&
+		!pg_sub_s64_overflow(def->start_closed, def->size_us, &first) &&
+		first > floor)
+		floor = Min(first, lo);
 	return floor;
 }
 
@@ -657,6 +662,7 @@ windows_to_refire(const SwQueryDef *def, Datum offsets, TimestampTz floor, Times
 	Oid			types[5] = {INT8OID, INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID,
 	TIMESTAMPTZOID};
 	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	List	   *result = NIL;
 	TimestampTz last = DT_NOBEGIN;
 
@@ -665,6 +671,8 @@ windows_to_refire(const SwQueryDef *def, Datum offsets, TimestampTz floor, Times
 	values[0] = Int64GetDatum(def->start_offset);
 	values[1] = offsets;
 	values[2] = def->folded_offsets;
+	if (def->folded_offsets == (Datum) 0)
+		nulls[2] = 'n';
 	values[3] = TimestampTzGetDatum(floor);
 	values[4] = TimestampTzGetDatum(lo);
 	sw_spi_exec(psprintf("SELECT DISTINCT streamwm.window_start(sw_s.sw_event_time, %s) AS p"
@@ -678,7 +686,7 @@ windows_to_refire(const SwQueryDef *def, Datum offsets, TimestampTz floor, Times
 						 " ORDER BY p",
 						 sw_interval_literal(def->hop_us), sw_relation_name(def->stream),
 						 sw_interval_literal(def->size_us), sw_not_late_sql(def->stream)),
-				5, types, values, NULL, SPI_OK_SELECT);
+				5, types, values, nulls, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;

@@ -31,6 +31,8 @@ typedef struct SwQueryDef
 	Datum		folded_offsets; /* int8[]: per partition, how far it is folded (the
 								 * general plan: read, with allowed_lateness); 0 if none */
 	int64		lateness_us;	/* the stream's allowed_lateness */
+	TimestampTz start_closed;	/* closed_until at creation: windows that ended
+								 * by then are not the query's */
 } SwQueryDef;
 
 extern List *sw_relation_rtes(Query *q);
