@@ -27,10 +27,13 @@
  *		for each query of the stream, in a subtransaction and as the query's
  *		owner, upsert every window that W has closed since the query's
  *		closed_until, and move closed_until to W (query.c builds the
- *		statement); an error is recorded in query_def.last_error and the
- *		query retries from the same closed_until next step;
+ *		statement); with allowed_lateness, also re-fire the closed windows
+ *		that rows accepted below W fell into (query.c, pane.c); an error
+ *		is recorded in query_def.last_error and the query retries from the
+ *		same closed_until next step;
  *	 7. apply retention: accepted rows by event time once no query needs
- *		them (found by offset, up to a retention_mark), late rows
+ *		them, open or to re-fire (found by offset, up to a
+ *		retention_mark), late rows
  *		(evidence) only once they arrived retention ago.
  *
  * Reading the stream and retention's DELETE run as the stream's owner and
@@ -45,7 +48,8 @@
  * so recomputing it gives the same rows and the UPSERT overwrites them.
  * Computing the closing windows after the batch rather than at the event
  * that closed them is exact: any row read after a window [a, b) closed has
- * event time < b <= W and was late, so it is excluded either way.
+ * event time < b <= W and was late, so it is excluded either way, or was
+ * accepted within allowed_lateness and [a, b) is re-fired in this step.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
