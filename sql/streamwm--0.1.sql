@@ -33,7 +33,8 @@ CREATE TABLE streamwm.stream_def (
                                         -- or a purge
     purged_rows     bigint NOT NULL DEFAULT 0, -- unread rows a DELETE or TRUNCATE removed
     step_started    timestamptz,        -- a worker's step began (committed first), until it ends
-    step_crashes    int NOT NULL DEFAULT 0 -- workers that ended inside this stream's step in a row
+    step_crashes    int NOT NULL DEFAULT 0, -- workers that ended inside this stream's step in a row
+    allowed_lateness interval NOT NULL DEFAULT '0' -- events down to W - this are accepted (SPEC section 10)
 );
 
 CREATE TABLE streamwm.partition_state (
@@ -73,6 +74,10 @@ CREATE TABLE streamwm.query_def (
     pane_table      regclass,           -- pane plan: the partial aggregates per (pane, group)
     pane_stamp      text,               -- what pane_table's contents were built with
     folded_offsets  bigint[],           -- per partition: rows up to here are in pane_table
+                                        -- (general plan with allowed_lateness: were read)
+    windows_refired bigint NOT NULL DEFAULT 0, -- closed windows upserted again (allowed_lateness)
+    start_closed_until timestamptz,     -- closed_until at create_query: windows that ended
+                                        -- by then are not the query's, and never re-fire
     paused          boolean NOT NULL DEFAULT false, -- pause_query(): closes no window until resumed
     result_stream   boolean NOT NULL DEFAULT false -- result_table is a stream (a chain)
 );
@@ -275,6 +280,10 @@ CREATE FUNCTION streamwm._register_stream(stream regclass, partitions int,
     max_future_skew interval)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_register_stream' LANGUAGE C;
 
+-- create_stream's allowed_lateness, for a stream nothing has processed or queried yet
+CREATE FUNCTION streamwm._set_allowed_lateness(stream regclass, allowed_lateness interval)
+    RETURNS regclass AS 'MODULE_PATHNAME', 'streamwm_set_allowed_lateness' LANGUAGE C;
+
 CREATE FUNCTION streamwm._unregister_stream(stream regclass, cascade boolean)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_unregister_stream' LANGUAGE C STRICT;
 
@@ -386,11 +395,14 @@ CREATE FUNCTION streamwm.create_stream(
     watermark_granularity interval DEFAULT '1 second',
     idle_timeout          interval DEFAULT '5 seconds',
     retention             interval DEFAULT '1 day',
-    max_future_skew       interval DEFAULT '1 day')
+    max_future_skew       interval DEFAULT '1 day',
+    allowed_lateness      interval DEFAULT '0')
 RETURNS regclass
 LANGUAGE sql AS $$
-SELECT streamwm._create_stream($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-                               pg_catalog.current_setting('search_path'))
+SELECT streamwm._set_allowed_lateness(
+           streamwm._create_stream($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+                                   pg_catalog.current_setting('search_path')),
+           $11)
 $$;
 
 CREATE FUNCTION streamwm._create_stream(
@@ -633,6 +645,11 @@ BEGIN
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
         rs := streamwm._stream_of(result_stream);
+        IF s.allowed_lateness > interval '0' THEN
+            RAISE EXCEPTION 'stream % has allowed_lateness: a query over it cannot write into a stream', s.stream
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'A window re-fired by a late event would reach the result stream a second time.';
+        END IF;
         IF rs.event_time IS NOT NULL THEN
             RAISE EXCEPTION 'result stream % has an event_time expression', rs.stream
                 USING ERRCODE = 'invalid_parameter_value',
@@ -917,6 +934,7 @@ SELECT d.stream,
        d.max_future_skew,
        d.future_events,
        d.purged_rows,
+       d.allowed_lateness,
        d.event_time IS NULL AS heartbeat,
        w.watermark_stalled
   FROM streamwm.stream_def d
@@ -975,6 +993,7 @@ SELECT q.name AS query,
        q.plan,
        l.pending_events,
        g.lag,
+       q.windows_refired,
        extract(epoch FROM g.lag)::float8 AS lag_seconds,
        CASE WHEN q.paused THEN 'paused'
             WHEN q.errors > 0 THEN 'failing'

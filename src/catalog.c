@@ -49,6 +49,7 @@
 
 PG_FUNCTION_INFO_V1(streamwm_register_stream);
 PG_FUNCTION_INFO_V1(streamwm_unregister_stream);
+PG_FUNCTION_INFO_V1(streamwm_set_allowed_lateness);
 PG_FUNCTION_INFO_V1(streamwm_register_query);
 PG_FUNCTION_INFO_V1(streamwm_unregister_query);
 PG_FUNCTION_INFO_V1(streamwm_pause_query);
@@ -476,6 +477,72 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * streamwm._set_allowed_lateness(stream regclass, allowed_lateness interval)
+ * RETURNS regclass: create_stream's allowed_lateness (SPEC section 10),
+ * zero or positive, without months (a fixed number of microseconds, as
+ * every interval of streamwm).  Only for a stream the caller manages that
+ * no step has processed and no query reads: a later change would make
+ * steps re-fire windows whose panes and rows are gone.
+ */
+Datum
+streamwm_set_allowed_lateness(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	Interval   *lateness;
+	Interval   *stored;
+	int64		usec;
+	SwRoleContext cx;
+	Oid			types[2] = {OIDOID, INTERVALOID};
+	Datum		values[2];
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("stream must not be NULL")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("allowed_lateness must not be NULL"),
+				 errhint("Give '0' for no lateness.")));
+	relid = PG_GETARG_OID(0);
+	lateness = PG_GETARG_INTERVAL_P(1);
+	if (lateness->month != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("allowed_lateness must not contain months or years: %s",
+						DatumGetCString(DirectFunctionCall1(interval_out,
+															IntervalPGetDatum(lateness)))),
+				 errhint("Use days, hours, minutes or seconds.")));
+	usec = sw_interval_usec(lateness);
+	if (usec < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("allowed_lateness must be zero or positive: %s",
+						DatumGetCString(DirectFunctionCall1(interval_out,
+															IntervalPGetDatum(lateness))))));
+	stored = palloc0(sizeof(Interval));
+	stored->time = usec;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	(void) sw_check_stream_manager(relid, true);
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = IntervalPGetDatum(stored);
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.stream_def d SET allowed_lateness = $2"
+				" WHERE d.stream = $1 AND d.events = 0 AND d.last_processed IS NULL"
+				" AND NOT EXISTS (SELECT 1 FROM streamwm.query_def q WHERE q.stream = $1)",
+				2, types, values, NULL, SPI_OK_UPDATE);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("allowed_lateness of stream %s can only be set when it is created",
+						sw_relation_name(relid))));
+	sw_leave_role(&cx);
+	SPI_finish();
+	PG_RETURN_OID(relid);
+}
 
 /*
  * Drop the pane tables (pane plan state, query.c) of the queries a WHERE
@@ -647,9 +714,9 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 	values[14] = BoolGetDatum(chain);
 	sw_spi_exec("INSERT INTO streamwm.query_def (name, stream, query, query_text, hop, size,"
 				" result_table, start_from, start_offset, closed_until, result_name,"
-				" search_path, owner, plan, reads, result_stream)"
+				" search_path, owner, plan, reads, result_stream, start_closed_until)"
 				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
-				" '" SW_SAFE_SEARCH_PATH "', $12, $13, $14, $15)",
+				" '" SW_SAFE_SEARCH_PATH "', $12, $13, $14, $15, $10)",
 				15, types, values, NULL, SPI_OK_INSERT);
 	sw_leave_role(&cx);
 	SPI_finish();
@@ -945,11 +1012,11 @@ sw_catalog_lock_stream(Oid relid, bool skip_locked, SwStreamClock *clock,
 
 	sw_spi_exec(skip_locked ?
 				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
-				" watermark, max_future_skew, event_time IS NULL"
+				" watermark, max_future_skew, event_time IS NULL, allowed_lateness"
 				" FROM streamwm.stream_def WHERE stream = $1"
 				" FOR NO KEY UPDATE SKIP LOCKED" :
 				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
-				" watermark, max_future_skew, event_time IS NULL"
+				" watermark, max_future_skew, event_time IS NULL, allowed_lateness"
 				" FROM streamwm.stream_def WHERE stream = $1"
 				" FOR NO KEY UPDATE",
 				1, types, values, NULL, SPI_OK_SELECT);
@@ -965,6 +1032,7 @@ sw_catalog_lock_stream(Oid relid, bool skip_locked, SwStreamClock *clock,
 	load_future_skew(clock, skew, isnull);
 	clock->heartbeat = DatumGetBool(sw_spi_getdatum(0, 8, &isnull));
 	clock->promise = DT_NOBEGIN;
+	clock->lateness_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 9, &isnull)));
 	clock->parts = palloc0(clock->npartitions * sizeof(SwPartitionClock));
 
 	sw_spi_exec("SELECT partition, processed_offset, max_event_time,"
@@ -1271,22 +1339,46 @@ sw_catalog_stream_has_general_query(Oid relid)
  */
 void
 sw_catalog_query_succeeded(const char *name, TimestampTz closed_until,
-						   int64 windows, int64 rows, Oid result_table)
+						   int64 windows, int64 rows, Oid result_table,
+						   int64 refired)
 {
-	Oid			utypes[5] = {TEXTOID, TIMESTAMPTZOID, INT8OID, INT8OID, OIDOID};
-	Datum		uvalues[5];
+	Oid			utypes[6] = {TEXTOID, TIMESTAMPTZOID, INT8OID, INT8OID, OIDOID, INT8OID};
+	Datum		uvalues[6];
 
 	uvalues[0] = CStringGetTextDatum(name);
 	uvalues[1] = TimestampTzGetDatum(closed_until);
 	uvalues[2] = Int64GetDatum(windows);
 	uvalues[3] = Int64GetDatum(rows);
 	uvalues[4] = ObjectIdGetDatum(result_table);
+	uvalues[5] = Int64GetDatum(refired);
 	sw_spi_exec("UPDATE streamwm.query_def SET closed_until = $2,"
 				" windows_emitted = windows_emitted + $3,"
 				" rows_upserted = rows_upserted + $4, result_table = $5,"
+				" windows_refired = windows_refired + $6,"
 				" last_error = NULL, last_error_time = NULL, errors = 0"
 				" WHERE name = $1",
-				5, utypes, uvalues, NULL, SPI_OK_UPDATE);
+				6, utypes, uvalues, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * The general plan of a query on a stream with allowed_lateness: how far
+ * its last successful step read (each partition's processed offset), so
+ * that the next finds the rows that may re-fire closed windows.  As the
+ * catalog's owner.
+ */
+void
+sw_catalog_record_read(const char *name, Datum offsets)
+{
+	SwRoleContext cx;
+	Oid			types[2] = {TEXTOID, INT8ARRAYOID};
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = offsets;
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.query_def SET folded_offsets = $2 WHERE name = $1",
+				2, types, values, NULL, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
 }
 
 /* A query's step failed: record the error (the worker backs off on it). */
@@ -1325,7 +1417,9 @@ sw_catalog_load_query(const char *name)
 				" start_offset, search_path, owner, closed_until, errors,"
 				" coalesce(last_error_time, '-infinity'), result_name, plan,"
 				" coalesce((SELECT c.oid FROM pg_catalog.pg_class c WHERE c.oid = pane_table),"
-				" 0::pg_catalog.oid), pane_stamp, folded_offsets, paused, result_stream"
+				" 0::pg_catalog.oid), pane_stamp, folded_offsets,"
+				" (SELECT d.allowed_lateness FROM streamwm.stream_def d"
+				"   WHERE d.stream = query_def.stream), start_closed_until, paused, result_stream"
 				" FROM streamwm.query_def WHERE name = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -1350,8 +1444,12 @@ sw_catalog_load_query(const char *name)
 	def->pane_stamp = isnull ? NULL : TextDatumGetCString(d);
 	d = sw_spi_getdatum(0, 16, &isnull);
 	def->folded_offsets = isnull ? (Datum) 0 : SPI_datumTransfer(d, false, -1);
-	def->paused = DatumGetBool(sw_spi_getdatum(0, 17, &isnull));
-	def->result_stream = DatumGetBool(sw_spi_getdatum(0, 18, &isnull));
+	d = sw_spi_getdatum(0, 17, &isnull);
+	def->lateness_us = isnull ? 0 : sw_interval_usec(DatumGetIntervalP(d));
+	d = sw_spi_getdatum(0, 18, &isnull);
+	def->start_closed = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
+	def->paused = DatumGetBool(sw_spi_getdatum(0, 19, &isnull));
+	def->result_stream = DatumGetBool(sw_spi_getdatum(0, 20, &isnull));
 	return def;
 }
 

@@ -116,7 +116,9 @@ extern List *sw_catalog_stream_queries(Oid relid);
 extern bool sw_catalog_stream_has_general_query(Oid relid);
 extern struct SwQueryDef *sw_catalog_load_query(const char *name);
 extern void sw_catalog_query_succeeded(const char *name, TimestampTz closed_until,
-									   int64 windows, int64 rows, Oid result_table);
+									   int64 windows, int64 rows, Oid result_table,
+									   int64 refired);
+extern void sw_catalog_record_read(const char *name, Datum offsets);
 extern void sw_catalog_query_failed(const char *name, const char *message,
 									bool drop_pane_state);
 extern void sw_catalog_record_panes(const char *name, Oid pane_table,

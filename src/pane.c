@@ -73,6 +73,7 @@
 #include "query.h"
 #include "result.h"
 #include "step_cache.h"
+#include "watermark.h"
 
 /* The pane plan of a query, derived from its analyzed tree. */
 struct PanePlan
@@ -221,16 +222,18 @@ partial_aggref(Aggref *orig)
 /*
  * What replaces the stream in the fold: the rows a step has read and the
  * query has not folded yet (by offset, per partition, on the stream's
- * primary key), not late, in a window still open, each with its pane as
- * one more column.  Parameters: $1 the query's start offset, $2 each
- * partition's processed offset, $3 lo (rows at or before it are in no open
- * window), $4 each partition's folded offset (NULL: none).
+ * primary key), not late, in a window still open or one the step may
+ * re-fire, each with its pane as one more column.  Parameters: $1 the
+ * query's start offset, $2 each partition's processed offset, $4 each
+ * partition's folded offset (NULL: none), $6 the re-fire floor (rows at or
+ * before it are in no window that is open or re-fired: lo, or lo -
+ * allowed_lateness, sw_refire_floor).
  */
 static Query *
 fold_rows_query(Oid relid, int64 hop_us)
 {
-	Oid			types[5] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
-	TIMESTAMPTZOID};
+	Oid			types[6] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID};
 	char	   *sql;
 
 	sql = psprintf("SELECT %s, streamwm.window_start(sw_s.sw_event_time, %s) AS sw_pane"
@@ -239,7 +242,7 @@ fold_rows_query(Oid relid, int64 hop_us)
 				   " WHERE sw_r.sw_partition = (sw_o.n - 1)::pg_catalog.int4"
 				   " AND sw_r.sw_offset > GREATEST($1, coalesce(($4::pg_catalog.int8[])[sw_o.n], 0))"
 				   " AND sw_r.sw_offset <= sw_o.done) sw_s"
-				   " WHERE sw_s.sw_event_time > $3 AND %s OFFSET 0",
+				   " WHERE sw_s.sw_event_time > $6 AND %s OFFSET 0",
 				   sw_stream_columns_sql(relid, "sw_s"), sw_interval_literal(hop_us),
 				   sw_relation_name(relid), sw_not_late_sql(relid));
 	return sw_analyze_internal(sql, types, lengthof(types));
@@ -554,8 +557,16 @@ sw_record_panes(SwQueryDef *def, const PanePlan *pp, Datum folded)
 /*
  * The step's statement for a query of the pane plan (see the head
  * comment).  Parameters: $1 start offset, $2 processed offsets, $3 lo
- * (closed_until - size), $4 folded offsets (NULL: none), $5 hi (W - size).
- * It returns the windows upserted, the rows, and the most rows of a window.
+ * (closed_until - size), $4 folded offsets (NULL: none), $5 hi (W - size),
+ * $6 the re-fire floor (sw_refire_floor: lo unless allowed_lateness).
+ * It returns the windows closed, the rows, the most rows of a window, and
+ * the windows re-fired.
+ *
+ * With allowed_lateness L, a row accepted with t < W may fall into windows
+ * that closed already: the closed windows (start in ($6, $3]) that contain
+ * a fresh pane are combined again, from the pane table and the fresh
+ * panes, in the same statement as the closing ones (sw_refire).  Panes are
+ * kept while a window that may still re-fire needs them (sw_pane > $5 - L).
  */
 char *
 sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
@@ -570,6 +581,8 @@ sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 	ListCell   *lc;
 	char	   *size = sw_interval_literal(def->size_us);
 	char	   *hop = sw_interval_literal(def->hop_us);
+	bool		late = def->lateness_us > 0;
+	char	   *lateness = sw_interval_literal(def->lateness_us);
 
 	initStringInfo(&merge);
 	for (int i = 1; i <= pp->naggs; i++)
@@ -577,10 +590,18 @@ sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 						 " FROM (VALUES (sw_t.sw_a%d), (EXCLUDED.sw_a%d)) sw_v(sw_x))",
 						 i > 1 ? ", " : "UPDATE SET ", i, pp->aggs[i - 1], i, i);
 	ctes = psprintf("sw_fresh(%s) AS (%s), sw_keep AS (INSERT INTO %s AS sw_t (%s)"
-					" SELECT * FROM sw_fresh WHERE sw_fresh.sw_pane > $5"
+					" SELECT * FROM sw_fresh WHERE sw_fresh.sw_pane > $5%s"
 					" ON CONFLICT (%s) DO %s RETURNING 1), ",
-					columns, pp->fold_select, panes, columns, pane_columns(pp, "", true),
+					columns, pp->fold_select, panes, columns,
+					late ? psprintf(" - %s", lateness) : "",
+					pane_columns(pp, "", true),
 					pp->naggs > 0 ? merge.data : "NOTHING");
+	/* the closed windows that fresh panes fall into: combined again */
+	if (late)
+		ctes = psprintf("%ssw_refire AS (SELECT DISTINCT sw_w.sw_ws FROM sw_fresh"
+						" CROSS JOIN LATERAL streamwm.pane_windows(sw_fresh.sw_pane, $6, $3, %s, %s)"
+						" AS sw_w(sw_ws)), ",
+						ctes, hop, size);
 
 	/*
 	 * Each pane expands only to the closing windows that contain it (window
@@ -597,9 +618,16 @@ sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 	appendStringInfo(&combine,
 					 " FROM (SELECT sw_u.*, streamwm.pane_windows(sw_u.sw_pane, $3, $5, %s, %s) AS sw_ws"
 					 " FROM (SELECT %s FROM %s UNION ALL SELECT %s FROM sw_fresh) AS sw_u"
-					 " WHERE sw_u.sw_pane > $3 AND sw_u.sw_pane < $5 + %s) AS sw_p"
-					 " GROUP BY sw_p.sw_ws",
+					 " WHERE sw_u.sw_pane > $3 AND sw_u.sw_pane < $5 + %s",
 					 hop, size, columns, panes, columns, size);
+	if (late)
+		appendStringInfo(&combine,
+						 " UNION ALL SELECT sw_u.*, sw_r.sw_ws"
+						 " FROM (SELECT %s FROM %s UNION ALL SELECT %s FROM sw_fresh) AS sw_u"
+						 " JOIN sw_refire sw_r ON sw_u.sw_pane >= sw_r.sw_ws"
+						 " AND sw_u.sw_pane < sw_r.sw_ws + %s",
+						 columns, panes, columns, size);
+	appendStringInfoString(&combine, ") AS sw_p GROUP BY sw_p.sw_ws");
 	for (int i = 1; i <= pp->nkeys; i++)
 		appendStringInfo(&combine, ", sw_p.sw_k%d", i);
 	if (pp->having != NULL)
@@ -608,14 +636,17 @@ sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 	sw_leave_safe_path(nestlevel);
 
 	return sw_upsert_statement(def, ctes, combine.data, NULL,
-							   "SELECT pg_catalog.count(*), coalesce(pg_catalog.sum(sw_c.n), 0)::pg_catalog.int8,"
-							   " coalesce(pg_catalog.max(sw_c.n), 0)"
-							   " FROM (SELECT pg_catalog.count(*) AS n FROM sw_ins GROUP BY window_start) sw_c");
+							   "SELECT pg_catalog.count(*) FILTER (WHERE sw_c.ws > $3),"
+							   " coalesce(pg_catalog.sum(sw_c.n), 0)::pg_catalog.int8,"
+							   " coalesce(pg_catalog.max(sw_c.n), 0),"
+							   " pg_catalog.count(*) FILTER (WHERE sw_c.ws <= $3)"
+							   " FROM (SELECT window_start AS ws, pg_catalog.count(*) AS n"
+							   " FROM sw_ins GROUP BY window_start) sw_c");
 }
 
 /* The parameter types of the pane plan's statement. */
-static const Oid pane_param_types[5] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
-TIMESTAMPTZOID};
+static const Oid pane_param_types[6] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
+TIMESTAMPTZOID, TIMESTAMPTZOID};
 
 /*
  * Run a step of a pane-plan query: fold, keep, combine and upsert the
@@ -624,14 +655,16 @@ TIMESTAMPTZOID};
  */
 void
 sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
-					   TimestampTz lo, TimestampTz hi, int64 *windows, int64 *rows)
+					   TimestampTz lo, TimestampTz hi, int64 *windows, int64 *rows,
+					   int64 *refired)
 {
 	const PanePlan *pp = e->pane_plan;
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	bool		rebuild;
 	bool		isnull;
 	Oid			tz = TIMESTAMPTZOID;
+	Datum		prune;
 
 	sw_ensure_pane_table(def, pp, &rebuild);
 	if (e->plan == NULL || e->statement_pane_table != def->pane_table)
@@ -639,8 +672,8 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 		char	   *sql = sw_pane_statement(def, pp);
 
 		/* privileges before planning: see sw_check_statement_privileges */
-		sw_check_statement_privileges(sql, 5, pane_param_types);
-		sw_step_entry_set_statement(e, sql, 5, pane_param_types, def->pane_table);
+		sw_check_statement_privileges(sql, 6, pane_param_types);
+		sw_step_entry_set_statement(e, sql, 6, pane_param_types, def->pane_table);
 	}
 	values[0] = Int64GetDatum(def->start_offset);
 	values[1] = offsets;
@@ -650,14 +683,23 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 	else
 		values[3] = def->folded_offsets;
 	values[4] = TimestampTzGetDatum(hi);
+	/* after a rebuild the fold holds every row: the re-fire too (same results) */
+	values[5] = TimestampTzGetDatum(sw_refire_floor(def, lo));
 	if (SPI_execute_plan(e->plan, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
 	*windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
 	*rows = DatumGetInt64(sw_spi_getdatum(0, 2, &isnull));
 	sw_check_groups_per_window(def->name, DatumGetInt64(sw_spi_getdatum(0, 3, &isnull)));
-	/* panes no open window needs: every window containing them closed */
+	*refired = DatumGetInt64(sw_spi_getdatum(0, 4, &isnull));
+
+	/*
+	 * Panes no window that may still change needs: every window containing
+	 * them closed, and ended at or before W - allowed_lateness, below
+	 * which no row is accepted any more.
+	 */
+	prune = TimestampTzGetDatum(sw_late_bound(hi, def->lateness_us));
 	sw_spi_exec(psprintf("DELETE FROM %s WHERE sw_pane <= $1", sw_relation_name(def->pane_table)),
-				1, &tz, &values[4], NULL, SPI_OK_DELETE);
+				1, &tz, &prune, NULL, SPI_OK_DELETE);
 	sw_record_panes(def, pp, offsets);
 }
 

@@ -17,7 +17,7 @@ extern void sw_record_panes(SwQueryDef *def, const PanePlan *pp, Datum folded);
 extern char *sw_pane_statement(const SwQueryDef *def, const PanePlan *pp);
 extern void sw_pane_upsert_windows(SwQueryDef *def, struct SwStepEntry *e, Datum offsets,
 								   TimestampTz lo, TimestampTz hi, int64 *windows,
-								   int64 *rows);
+								   int64 *rows, int64 *refired);
 extern char *sw_pane_check(SwQueryDef *def, const PanePlan *pp, const Oid **types);
 
 #endif

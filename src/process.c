@@ -27,10 +27,13 @@
  *		for each query of the stream, in a subtransaction and as the query's
  *		owner, upsert every window that W has closed since the query's
  *		closed_until, and move closed_until to W (query.c builds the
- *		statement); an error is recorded in query_def.last_error and the
- *		query retries from the same closed_until next step;
+ *		statement); with allowed_lateness, also re-fire the closed windows
+ *		that rows accepted below W fell into (query.c, pane.c); an error
+ *		is recorded in query_def.last_error and the query retries from the
+ *		same closed_until next step;
  *	 7. apply retention: accepted rows by event time once no query needs
- *		them (found by offset, up to a retention_mark), late rows
+ *		them, open or to re-fire (found by offset, up to a
+ *		retention_mark), late rows
  *		(evidence) only once they arrived retention ago.
  *
  * Reading the stream and retention's DELETE run as the stream's owner and
@@ -45,7 +48,8 @@
  * so recomputing it gives the same rows and the UPSERT overwrites them.
  * Computing the closing windows after the batch rather than at the event
  * that closed them is exact: any row read after a window [a, b) closed has
- * event time < b <= W and was late, so it is excluded either way.
+ * event time < b <= W and was late, so it is excluded either way, or was
+ * accepted within allowed_lateness and [a, b) is re-fired in this step.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -59,6 +63,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/json.h"
@@ -667,6 +672,7 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 		SwRoleContext qcx;
 		int64		windows;
 		int64		rows;
+		int64		refired;
 
 		sw_enter_role(def->owner, def->search_path, &qcx);
 		/* streamwm.query_timeout covers building, planning and running it */
@@ -675,14 +681,14 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 						  TIMESTAMP_IS_NOBEGIN(def->closed_until) ?
 						  DT_NOBEGIN : def->closed_until - def->size_us,
 						  clock->watermark - def->size_us,
-						  &windows, &rows);
+						  &windows, &rows, &refired);
 		sw_query_timeout_disable();
 		/* a timeout that fired just before it was disabled fails here */
 		CHECK_FOR_INTERRUPTS();
 		sw_leave_role(&qcx);
 
 		sw_catalog_query_succeeded(def->name, clock->watermark, windows, rows,
-								   def->result_table);
+								   def->result_table, refired);
 		if (rows > 0)
 			notify_results(def, clock->watermark, rows);
 
@@ -740,8 +746,56 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 }
 
 /*
- * Close windows of every query of the stream.  Returns the oldest event
- * time any query still needs (windows not yet closed), DT_NOEND if none.
+ * Has the query rows it has not read yet?  With allowed_lateness a step
+ * that leaves W where it was may still accept rows into closed windows,
+ * which the query must re-fire in that step; the query's folded offsets
+ * (pane.c; the general plan records them too, query.c) say how far its
+ * last successful step read.  No record: it has not run yet.
+ */
+static bool
+query_has_unread(const SwQueryDef *def, const SwStreamClock *clock)
+{
+	ArrayType  *a;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	if (def->folded_offsets == (Datum) 0)
+		return true;
+	a = DatumGetArrayTypeP(def->folded_offsets);
+	deconstruct_array(a, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &elems, &nulls, &n);
+	if (n != clock->npartitions)
+		return true;
+	for (int i = 0; i < n; i++)
+		if (nulls[i] || DatumGetInt64(elems[i]) != clock->parts[i].processed_offset)
+			return true;
+	return false;
+}
+
+/*
+ * The oldest event time a query still needs (DT_NOBEGIN: all): rows older
+ * are in no window that may still change, i.e. none that is open or that a
+ * row accepted within allowed_lateness could re-fire (end > closed_until -
+ * allowed_lateness).  Also what its panes are pruned by (pane.c).
+ */
+static TimestampTz
+query_needs_from(const SwQueryDef *def)
+{
+	TimestampTz keep;
+
+	if (TIMESTAMP_IS_NOBEGIN(def->closed_until) ||
+		pg_sub_s64_overflow(def->closed_until, def->size_us, &keep) ||
+		pg_sub_s64_overflow(keep, def->lateness_us, &keep) ||
+		!IS_VALID_TIMESTAMP(keep))
+		return DT_NOBEGIN;
+	return keep;
+}
+
+/*
+ * Close windows of every query of the stream, and re-fire the closed
+ * windows that rows accepted within allowed_lateness fell into.  Returns
+ * the oldest event time any query still needs, DT_NOEND if none.
  */
 static TimestampTz
 close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
@@ -769,16 +823,16 @@ close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
 			Min(SW_QUERY_MAX_BACKOFF_US, USECS_PER_SEC << Min(def->errors - 1, 16)))
 			;
 		else if (!TIMESTAMP_IS_NOBEGIN(clock->watermark) &&
-				 def->closed_until < clock->watermark)
+				 (def->closed_until < clock->watermark ||
+				  (def->lateness_us > 0 && query_has_unread(def, clock))))
 		{
 			close_windows(def, clock, offsets);
 			def = sw_catalog_load_query(lfirst(lc));
 			if (def == NULL)
 				continue;
 		}
-		/* rows older than this are in no window of the query still open */
-		keep = TIMESTAMP_IS_NOBEGIN(def->closed_until) ? DT_NOBEGIN :
-			def->closed_until - def->size_us;
+		/* rows older than this are in no window of the query that may change */
+		keep = query_needs_from(def);
 		if (keep < needed)
 			needed = keep;
 	}

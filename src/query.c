@@ -24,6 +24,7 @@
 #include "commands/defrem.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
+#include "common/int.h"
 #include "common/keywords.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -623,13 +624,103 @@ windows_with_rows(const SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
 }
 
 /*
+ * allowed_lateness (SPEC section 10): the closed windows a step re-fires
+ * start in (floor, lo], lo = closed_until - size.  A row the query has
+ * not read yet that was accepted with t < closed_until has
+ * t >= closed_until - allowed_lateness, so every closed window it falls
+ * into starts after lo - allowed_lateness.  Never a window that had ended
+ * when the query was created (start <= its first closed_until - size):
+ * that is not the query's, whatever rows arrive for it, and however they
+ * are batched.
+ */
+TimestampTz
+sw_refire_floor(const SwQueryDef *def, TimestampTz lo)
+{
+	TimestampTz floor;
+	TimestampTz first;
+
+	if (def->lateness_us == 0 || TIMESTAMP_NOT_FINITE(lo))
+		return lo;
+	if (pg_sub_s64_overflow(lo, def->lateness_us, &floor) || !IS_VALID_TIMESTAMP(floor))
+		floor = DT_NOBEGIN;
+	if (!TIMESTAMP_NOT_FINITE(def->start_closed) &&
+		!pg_sub_s64_overflow(def->start_closed, def->size_us, &first) &&
+		first > floor)
+		floor = Min(first, lo);
+	return floor;
+}
+
+/*
+ * The general plan's re-fire (allowed_lateness): starts in (floor, lo] of
+ * the closed windows that hold a row the query has not read yet (offsets
+ * after its folded offsets, up to the processed ones, read on the primary
+ * key) and that is not late.  Ascending.
+ */
+static List *
+windows_to_refire(const SwQueryDef *def, Datum offsets, TimestampTz floor, TimestampTz lo)
+{
+	Oid			types[5] = {INT8OID, INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID,
+	TIMESTAMPTZOID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	List	   *result = NIL;
+	TimestampTz last = DT_NOBEGIN;
+
+	if (floor >= lo)
+		return NIL;
+	values[0] = Int64GetDatum(def->start_offset);
+	values[1] = offsets;
+	values[2] = def->folded_offsets;
+	if (def->folded_offsets == (Datum) 0)
+		nulls[2] = 'n';
+	values[3] = TimestampTzGetDatum(floor);
+	values[4] = TimestampTzGetDatum(lo);
+	sw_spi_exec(psprintf("SELECT DISTINCT streamwm.window_start(sw_s.sw_event_time, %s) AS p"
+						 " FROM pg_catalog.unnest($2::pg_catalog.int8[]) WITH ORDINALITY AS sw_o(done, n)"
+						 " CROSS JOIN LATERAL (SELECT sw_r.sw_partition, sw_r.sw_offset, sw_r.sw_event_time"
+						 " FROM ONLY %s sw_r"
+						 " WHERE sw_r.sw_partition = (sw_o.n - 1)::pg_catalog.int4"
+						 " AND sw_r.sw_offset > GREATEST($1, coalesce(($3::pg_catalog.int8[])[sw_o.n], 0))"
+						 " AND sw_r.sw_offset <= sw_o.done) sw_s"
+						 " WHERE sw_s.sw_event_time > $4 AND sw_s.sw_event_time < $5 + %s AND %s"
+						 " ORDER BY p",
+						 sw_interval_literal(def->hop_us), sw_relation_name(def->stream),
+						 sw_interval_literal(def->size_us), sw_not_late_sql(def->stream)),
+				5, types, values, nulls, SPI_OK_SELECT);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		TimestampTz pane = DatumGetTimestampTz(sw_spi_getdatum(i, 1, &isnull));
+		TimestampTz first;
+		int64		count;
+
+		sw_pane_windows(pane, floor, lo, def->hop_us, def->size_us, &first, &count);
+		for (int64 j = 0; j < count; j++)
+		{
+			TimestampTz ws = first + j * def->hop_us;
+
+			if (ws <= last)
+				continue;
+			result = lappend(result, palloc(sizeof(TimestampTz)));
+			*(TimestampTz *) llast(result) = ws;
+			last = ws;
+		}
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return result;
+}
+
+/*
  * Compute and upsert every window of a query whose start is in (lo, hi]
- * (those that closed since the last step), as the current user (the
- * query's owner).  Returns the windows that produced rows and the rows.
+ * (those that closed since the last step), and re-fire the closed windows
+ * that rows accepted within allowed_lateness fell into (start in
+ * (sw_refire_floor, lo]), each once, as the current user (the query's
+ * owner).  Returns the windows that closed and produced rows, the rows
+ * written (re-fired windows' too), and the windows re-fired.
  */
 void
 sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi,
-				  int64 *windows, int64 *rows)
+				  int64 *windows, int64 *rows, int64 *refired)
 {
 	SwStepEntry *e = sw_step_entry(def);
 	bool		isnull;
@@ -639,6 +730,7 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 
 	*windows = 0;
 	*rows = 0;
+	*refired = 0;
 	if (def->pane)
 	{
 		if (e->pane_plan == NULL)
@@ -647,7 +739,7 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 			e->pane_plan = pane_plan_of(def);
 			MemoryContextSwitchTo(old);
 		}
-		sw_pane_upsert_windows(def, e, offsets, lo, hi, windows, rows);
+		sw_pane_upsert_windows(def, e, offsets, lo, hi, windows, rows, refired);
 		return;
 	}
 	if (e->plan == NULL)
@@ -659,25 +751,34 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 		sw_check_statement_privileges(sql, 3, general_param_types);
 		sw_step_entry_set_statement(e, sql, 3, general_param_types, InvalidOid);
 	}
-	starts = windows_with_rows(def, offsets, lo, hi);
+	/* closed windows first (they start at or before lo), then the closing */
+	starts = windows_to_refire(def, offsets, sw_refire_floor(def, lo), lo);
+	if (lo < hi)
+		starts = list_concat(starts, windows_with_rows(def, offsets, lo, hi));
 	foreach(lc, starts)
 	{
 		Datum		values[3];
 		int64		n;
+		TimestampTz ws = *(TimestampTz *) lfirst(lc);
 
 		values[0] = Int64GetDatum(def->start_offset);
 		values[1] = offsets;
-		values[2] = TimestampTzGetDatum(*(TimestampTz *) lfirst(lc));
+		values[2] = TimestampTzGetDatum(ws);
 		if (SPI_execute_plan(e->plan, values, NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
 		n = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
 		sw_check_groups_per_window(def->name, n);
-		if (n > 0)
+		if (n > 0 && ws <= lo)
+			(*refired)++;
+		else if (n > 0)
 			(*windows)++;
 		*rows += n;
 		SPI_freetuptable(SPI_tuptable);
 		CHECK_FOR_INTERRUPTS();
 	}
+	/* where the next step's re-fire starts reading */
+	if (def->lateness_us > 0)
+		sw_catalog_record_read(def->name, offsets);
 }
 
 /*
@@ -744,7 +845,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	SwRoleContext cx;
 	SPIPlanPtr	plan;
 	char	   *sql;
-	Datum		values[5];
+	Datum		values[6];
 	MemoryContext cxt = CurrentMemoryContext;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -754,7 +855,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	sw_enter_role(def->owner, def->search_path, &cx);
 	PG_TRY();
 	{
-		int			nparams = def->pane ? 5 : 3;
+		int			nparams = def->pane ? 6 : 3;
 		const Oid  *types = general_param_types;
 
 		/* the pane plan's state table is made now, as the query's owner */
@@ -778,7 +879,8 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 		values[2] = TimestampTzGetDatum(DT_NOBEGIN);
 		values[3] = def->pane ? (Datum) 0 : TimestampTzGetDatum(DT_NOBEGIN);
 		values[4] = TimestampTzGetDatum(DT_NOBEGIN);
-		if (SPI_execute_plan(plan, values, def->pane ? "   n " : NULL, false, 0) != SPI_OK_SELECT)
+		values[5] = TimestampTzGetDatum(DT_NOBEGIN);
+		if (SPI_execute_plan(plan, values, def->pane ? "   n  " : NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not run window query \"%s\"", name);
 	}
 	PG_CATCH();

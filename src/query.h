@@ -28,7 +28,11 @@ typedef struct SwQueryDef
 	bool		pane;			/* the pane plan, else the general plan */
 	Oid			pane_table;		/* pane plan: its pane state, InvalidOid if none */
 	char	   *pane_stamp;		/* what the pane state was built with */
-	Datum		folded_offsets; /* int8[]: per partition, how far it is folded; 0 if none */
+	Datum		folded_offsets; /* int8[]: per partition, how far it is folded (the
+								 * general plan: read, with allowed_lateness); 0 if none */
+	int64		lateness_us;	/* the stream's allowed_lateness */
+	TimestampTz start_closed;	/* closed_until at creation: windows that ended
+								 * by then are not the query's */
 	bool		paused;			/* pause_query(): no window closes until resumed */
 	bool		result_stream;	/* result_table is a stream: a chain */
 } SwQueryDef;
@@ -37,7 +41,9 @@ extern List *sw_relation_rtes(Query *q);
 extern const char *sw_choose_plan(Oid relid, const char *query, int64 hop_us,
 								  int64 size_us);
 extern void sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo,
-							  TimestampTz hi, int64 *windows, int64 *rows);
+							  TimestampTz hi, int64 *windows, int64 *rows,
+							  int64 *refired);
+extern TimestampTz sw_refire_floor(const SwQueryDef *def, TimestampTz lo);
 extern Query *sw_analyze_bound_query(const char *query);
 extern char *sw_deparse_query(Query *q);
 extern List *sw_query_relids(Query *q);

@@ -41,8 +41,11 @@
  *			 rows arrive, before they are judged, and after each event;
  *			 the rows of one transaction arrive together, so every partition
  *			 it wrote is active at that moment;
- *	 an event is late when its event time is < W as left by the events
- *			 processed before it;
+ *	 an event is late when its event time is < W - allowed_lateness, W as
+ *			 left by the events processed before it (SPEC section 10; with
+ *			 allowed_lateness 0, < W); an accepted event with t < W falls
+ *			 into windows that may have closed already, and process.c has
+ *			 them re-fired;
  *	 an event whose event time is more than max_future_skew ahead of its
  *			 arrival (the server's clock, never a write time the user gave)
  *			 counts toward max event time only as arrival + max_future_skew
@@ -253,6 +256,23 @@ sw_observe_arrival(SwStreamClock *clock, const int32 *partitions, int n, Timesta
 }
 
 /*
+ * The event time below which an event is late when the stream watermark is
+ * 'watermark': watermark - allowed_lateness, minus infinity when W is (or
+ * that is before the first representable timestamp).
+ */
+TimestampTz
+sw_late_bound(TimestampTz watermark, int64 lateness_us)
+{
+	TimestampTz bound;
+
+	if (TIMESTAMP_NOT_FINITE(watermark) || lateness_us == 0)
+		return watermark;
+	if (pg_sub_s64_overflow(watermark, lateness_us, &bound) || !IS_VALID_TIMESTAMP(bound))
+		return DT_NOBEGIN;
+	return bound;
+}
+
+/*
  * Process one event: decide whether it is late, then let it advance its
  * partition (late or not, filtered out by a query or not) and W.  'live':
  * its write time is not before its transaction began (see sw_heartbeat).
@@ -264,7 +284,7 @@ sw_observe_event(SwStreamClock *clock, int partition, int64 offset,
 				 TimestampTz *watermark_before)
 {
 	SwPartitionClock *p = &clock->parts[partition];
-	bool		late = event_time < clock->watermark;
+	bool		late = event_time < sw_late_bound(clock->watermark, clock->lateness_us);
 	TimestampTz advance = event_time;
 
 	*watermark_before = clock->watermark;

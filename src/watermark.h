@@ -40,6 +40,7 @@ typedef struct SwStreamClock
 	bool		limit_future;	/* max_future_skew is set */
 	int64		max_future_skew_us; /* max_future_skew, if limit_future */
 	int64		future_events;	/* events this step found too far ahead */
+	int64		lateness_us;	/* allowed_lateness (>= 0) */
 	SwHeldFrom	held_from;		/* NULL: no partition is ever held */
 	void	   *held_arg;
 } SwStreamClock;
@@ -50,6 +51,7 @@ extern TimestampTz sw_partition_watermark(const SwStreamClock *clock,
 										  int partition);
 extern TimestampTz sw_heartbeat(const SwStreamClock *clock, int partition,
 								TimestampTz at);
+extern TimestampTz sw_late_bound(TimestampTz watermark, int64 lateness_us);
 extern TimestampTz sw_future_bound(const SwStreamClock *clock,
 								   TimestampTz arrival);
 extern bool sw_advance_watermark(SwStreamClock *clock, TimestampTz at);

@@ -4,7 +4,10 @@
 # and again, at random moments and while the worker is closing windows.  At
 # the end each result table must equal a recomputation from the stream's
 # accepted rows, every acknowledged ingest must be in the stream table, the
-# watermark must never have gone back, and late stays late.
+# watermark must never have gone back, and late stays late.  A second
+# stream has allowed_lateness (SPEC section 10): its rows within it re-fire
+# closed windows, through the crashes as well, in a pane-plan and a
+# general-plan query that must equal the recomputation too.
 #
 # STREAMWM_TEST_SCALE (default 1) multiplies the number of crashes: CI runs
 # 6, `STREAMWM_TEST_SCALE=10 bash test/run_tests.sh` runs 60.
@@ -40,7 +43,17 @@ $node->safe_psql('postgres', q{
 	                             hop => '1 s', size => '3 s');
 	SELECT streamwm.create_query('cs_tumble', 'SELECT k, count(*) AS n, sum(v) AS s FROM cs GROUP BY k',
 	                             hop => '2 s', size => '2 s');
+	SELECT streamwm.create_stream('cl', 'k int, v int, et timestamptz',
+	                              partitions => 2, event_time => 'et',
+	                              watermark_delay => '1 s', watermark_granularity => '100 ms',
+	                              idle_timeout => '1 hour', allowed_lateness => '1 s');
+	SELECT streamwm.create_query('cl_pane', 'SELECT k, count(*) AS n, sum(v) AS s FROM cl GROUP BY k',
+	                             hop => '1 s', size => '3 s');
+	SELECT streamwm.create_query('cl_general', 'SELECT k, array_agg(v ORDER BY v) AS vs FROM cl GROUP BY k',
+	                             hop => '1 s', size => '3 s');
 });
+is($node->safe_psql('postgres', q{SELECT string_agg(plan, ',' ORDER BY query) FROM streamwm.queries
+	WHERE stream = 'cl'::regclass}), 'general,pane', 'the late stream has a query of each plan');
 
 my $dir = tempdir(CLEANUP => 1);
 my $stop = "$dir/stop";
@@ -87,12 +100,14 @@ open(my $f1, '>', "$dir/ingest.sql") or die;
 print $f1 q{\set p random(0, 3)
 \set v random(0, 99)
 SELECT streamwm.ingest('cs', jsonb_build_object('id', 'pgb', 'k', :v % 3, 'v', :v, 'et', clock_timestamp() - random() * interval '2.5 s'), partition => :p);
+INSERT INTO cl (sw_partition, k, v, et) VALUES (:p % 2, :v % 3, :v, clock_timestamp() - random() * interval '3 s');
 };
 close $f1;
 open(my $f2, '>', "$dir/insert.sql") or die;
 print $f2 q{\set p random(0, 3)
 \set v random(0, 99)
 INSERT INTO cs (sw_partition, id, k, v, et) VALUES (:p, 'pgb', :v % 3, :v, clock_timestamp() - random() * interval '2.5 s');
+INSERT INTO cl (sw_partition, k, v, et) VALUES (:p % 2, :v % 3, :v, clock_timestamp() - random() * interval '3 s');
 };
 close $f2;
 
@@ -274,6 +289,45 @@ my ($events, $rows, $late) = split /\|/, $node->safe_psql('postgres', q{
 	SELECT s.events, (SELECT count(*) FROM cs), s.late_events FROM streamwm.streams s
 	 WHERE s.stream = 'cs'::regclass});
 is($events, $rows, "every row counted exactly once ($rows rows, $late late)");
+
+# the stream with allowed_lateness: past every window, then each query
+# equals the recomputation over its accepted rows (late: < W - 1 s)
+$node->safe_psql('postgres', q{
+	INSERT INTO cl (sw_partition, k, v, et)
+	SELECT p, 0, 0, (SELECT max(et) FROM cl) + interval '1 hour' FROM generate_series(0, 1) p});
+ok($node->poll_query_until('postgres', q{
+	SELECT bool_and(q.closed_until > (SELECT max(et) FROM cl WHERE et < (SELECT max(et) FROM cl)) + interval '5 s')
+	  FROM streamwm.queries q WHERE q.stream = 'cl'::regclass}),
+	'the worker closed every window of the late stream');
+my $cl_accepted = q{(SELECT s.* FROM cl s WHERE NOT EXISTS (
+	SELECT 1 FROM streamwm.late_events l WHERE l.stream = 'cl'::regclass
+	   AND l.partition = s.sw_partition AND l.sw_offset = s.sw_offset))};
+my $cl_check = qq{
+	WITH acc AS $cl_accepted,
+	model AS (
+	  SELECT ws AS window_start, ws + interval '3 s' AS window_end, k, count(*) AS n, sum(v) AS s,
+	         array_agg(v ORDER BY v) AS vs
+	    FROM acc, LATERAL (SELECT streamwm.window_start(acc.sw_event_time, '1 s') - j * interval '1 s' AS ws
+	                         FROM generate_series(0, 2) j) w
+	   GROUP BY ws, k
+	  HAVING ws + interval '3 s' <= (SELECT closed_until FROM streamwm.queries WHERE query = 'cl_pane'))
+	SELECT (SELECT count(*) FROM model),
+	       (SELECT count(*) FROM (SELECT window_start, window_end, k, n, s FROM model
+	                              EXCEPT SELECT window_start, window_end, k, n, s FROM cl_pane) d),
+	       (SELECT count(*) FROM (SELECT window_start, window_end, k, n, s FROM cl_pane
+	                              EXCEPT SELECT window_start, window_end, k, n, s FROM model) d),
+	       (SELECT count(*) FROM (SELECT window_start, window_end, k, vs FROM model
+	                              EXCEPT SELECT window_start, window_end, k, vs FROM cl_general) d),
+	       (SELECT count(*) FROM (SELECT window_start, window_end, k, vs FROM cl_general
+	                              EXCEPT SELECT window_start, window_end, k, vs FROM model) d),
+	       (SELECT min(windows_refired) FROM streamwm.queries WHERE stream = 'cl'::regclass),
+	       (SELECT late_events FROM streamwm.streams WHERE stream = 'cl'::regclass)};
+my ($cl_windows, $pane_missing, $pane_extra, $general_missing, $general_extra, $refired, $cl_late) =
+  split /\|/, $node->safe_psql('postgres', $cl_check);
+ok($cl_windows > 10, "allowed_lateness: $cl_windows rows, $refired re-fired windows at least, $cl_late late");
+ok($refired > 0, 'allowed_lateness: closed windows were re-fired');
+is("$pane_missing $pane_extra", '0 0', 'allowed_lateness, pane plan: every window equals the recomputation');
+is("$general_missing $general_extra", '0 0', 'allowed_lateness, general plan: every window equals the recomputation');
 is($node->safe_psql('postgres', q{
 	SELECT count(*) FROM streamwm.queries WHERE stream = 'cs'::regclass AND last_error IS NOT NULL}),
 	'0', 'no query is left in error');
