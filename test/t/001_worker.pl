@@ -72,6 +72,35 @@ ok($node->poll_query_until('withext', q{
 ok($node->poll_query_until('withext', q{
 	SELECT count(*) > 0 FROM clicks_per_sec}), 'results appear without process()');
 
+# --- the README's usage example, as written: its result row appears with no
+# further event (the heartbeat of a write-time stream closes the last windows)
+$node->safe_psql('withext', q{
+	SELECT streamwm.create_stream('input', 'pass int8, payload text', watermark_delay => 'PT5S');
+	SELECT streamwm.create_query('example',
+	  $$SELECT array_agg(payload ORDER BY payload) AS result
+	      FROM input WHERE pass > 0$$,
+	  hop => 'PT5S', size => 'PT10S');
+});
+$node->safe_psql('withext', q{INSERT INTO input (pass, payload) VALUES (1, 'a')});
+$node->safe_psql('withext', q{SELECT streamwm.ingest('input', '{"pass": 1, "payload": "b"}')});
+$node->safe_psql('withext',
+	q{SELECT streamwm.ingest_lines('input', E'{"pass":1,"payload":"c"}\n{"pass":0,"payload":"d"}')});
+ok($node->poll_query_until('withext', q{
+	SELECT count(*) > 0 AND bool_and(result <@ '{a,b,c}')
+	   AND (SELECT count(*) FROM streamwm.late_events l WHERE l.stream = 'input'::regclass) = 0
+	  FROM example
+	 WHERE window_end <= (SELECT max(sw_event_time) FROM input) + interval '5 s'}),
+	'the README example shows its result under the worker with no further event');
+ok($node->poll_query_until('withext', q{
+	SELECT closed_until >= (SELECT max(sw_event_time) FROM input) + interval '10 s'
+	  FROM streamwm.queries WHERE query = 'example'}),
+	'and closes every window holding its rows');
+is($node->safe_psql('withext', q{
+	SELECT count(*) FROM input i WHERE pass > 0 AND (SELECT count(*) FROM example e
+	  WHERE e.window_start <= i.sw_event_time AND i.sw_event_time < e.window_end
+	    AND i.payload = ANY (e.result)) <> 2}), '0',
+	'every row that passes the WHERE is in both of its windows');
+
 my $check_per_sec = q{
 	SELECT count(*) FROM (
 	  (SELECT window_start, k, n FROM clicks_per_sec

@@ -7,7 +7,11 @@
 # watermark must never have gone back, and late stays late.  A second
 # stream has allowed_lateness (SPEC section 10): its rows within it re-fire
 # closed windows, through the crashes as well, in a pane-plan and a
-# general-plan query that must equal the recomputation too.
+# general-plan query that must equal the recomputation too.  A two-stage
+# chain (SPEC section 10) over the first stream writes 1 s windows into a
+# stream and sums them per 2 s: equal to the tumbling query.  A write-time
+# stream relies on the heartbeat: when its writers stop, its last windows
+# close with no further event, and equal the recomputation.
 #
 # STREAMWM_TEST_SCALE (default 1) multiplies the number of crashes: CI runs
 # 6, `STREAMWM_TEST_SCALE=10 bash test/run_tests.sh` runs 60.
@@ -51,6 +55,16 @@ $node->safe_psql('postgres', q{
 	                             hop => '1 s', size => '3 s');
 	SELECT streamwm.create_query('cl_general', 'SELECT k, array_agg(v ORDER BY v) AS vs FROM cl GROUP BY k',
 	                             hop => '1 s', size => '3 s');
+	SELECT streamwm.create_stream('cs_per1', 'k int, n bigint, s bigint',
+	                              watermark_granularity => '100 ms', idle_timeout => '1 hour');
+	SELECT streamwm.create_query('cs_stage1', 'SELECT k, count(*) AS n, sum(v) AS s FROM cs GROUP BY k',
+	                             hop => '1 s', size => '1 s', result_stream => 'cs_per1');
+	SELECT streamwm.create_query('cs_stage2', 'SELECT k, sum(n)::bigint AS n, sum(s)::bigint AS s FROM cs_per1 GROUP BY k',
+	                             hop => '2 s', size => '2 s');
+	SELECT streamwm.create_stream('hb', 'k int, v int', partitions => 2, watermark_delay => '1 s',
+	                              watermark_granularity => '100 ms');
+	SELECT streamwm.create_query('hb_q', 'SELECT k, count(*) AS n, sum(v) AS s FROM hb GROUP BY k',
+	                             hop => '1 s', size => '2 s');
 });
 is($node->safe_psql('postgres', q{SELECT string_agg(plan, ',' ORDER BY query) FROM streamwm.queries
 	WHERE stream = 'cl'::regclass}), 'general,pane', 'the late stream has a query of each plan');
@@ -101,6 +115,7 @@ print $f1 q{\set p random(0, 3)
 \set v random(0, 99)
 SELECT streamwm.ingest('cs', jsonb_build_object('id', 'pgb', 'k', :v % 3, 'v', :v, 'et', clock_timestamp() - random() * interval '2.5 s'), partition => :p);
 INSERT INTO cl (sw_partition, k, v, et) VALUES (:p % 2, :v % 3, :v, clock_timestamp() - random() * interval '3 s');
+INSERT INTO hb (k, v) VALUES (:v % 3, :v);
 };
 close $f1;
 open(my $f2, '>', "$dir/insert.sql") or die;
@@ -108,6 +123,7 @@ print $f2 q{\set p random(0, 3)
 \set v random(0, 99)
 INSERT INTO cs (sw_partition, id, k, v, et) VALUES (:p, 'pgb', :v % 3, :v, clock_timestamp() - random() * interval '2.5 s');
 INSERT INTO cl (sw_partition, k, v, et) VALUES (:p % 2, :v % 3, :v, clock_timestamp() - random() * interval '3 s');
+INSERT INTO hb (sw_partition, k, v) VALUES (:p % 2, :v % 3, :v);
 };
 close $f2;
 
@@ -240,6 +256,26 @@ is($node->safe_psql('postgres', qq{
 	SELECT count(*) FROM (SELECT id FROM cs WHERE id IN ($acked_list) GROUP BY id HAVING count(*) > 1) d}),
 	'0', 'and none twice');
 
+# the write-time stream: its writers have stopped, and the heartbeat alone
+# closes its last windows; they equal the recomputation (no row is late)
+ok($node->poll_query_until('postgres', q{
+	SELECT closed_until >= (SELECT max(sw_event_time) FROM hb) + interval '2 s'
+	  FROM streamwm.queries WHERE query = 'hb_q'}),
+	'heartbeat: the last windows close with no further event');
+my ($hb_rows, $hb_wrong, $hb_late) = split /\|/, $node->safe_psql('postgres', q{
+	WITH model AS (
+	  SELECT ws AS window_start, k, count(*) AS n, sum(v) AS s
+	    FROM hb, LATERAL (SELECT streamwm.window_start(hb.sw_event_time, '1 s') - j * interval '1 s' AS ws
+	                        FROM generate_series(0, 1) j) w
+	   GROUP BY ws, k)
+	SELECT (SELECT count(*) FROM model),
+	       (SELECT count(*) FROM (SELECT * FROM model EXCEPT SELECT window_start, k, n, s FROM hb_q
+	                              UNION ALL
+	                              SELECT window_start, k, n, s FROM hb_q EXCEPT SELECT * FROM model) d),
+	       (SELECT late_events FROM streamwm.streams WHERE stream = 'hb'::regclass)});
+ok($hb_rows > 10, "heartbeat: $hb_rows result rows");
+is("$hb_wrong $hb_late", '0 0', 'heartbeat: every window equals the recomputation, nothing late');
+
 # move the watermark past every window: a far-future event in each partition
 $node->safe_psql('postgres', q{
 	INSERT INTO cs (sw_partition, id, k, v, et)
@@ -284,6 +320,24 @@ my $tumble_check = qq{
 ok($windows > 10, "tumbling query: $windows rows");
 is($missing, '0', 'tumbling query: no row missing or wrong');
 is($extra, '0', 'tumbling query: no extra or wrong row');
+
+# the chain: windows of windows equal the direct tumbling query
+ok($node->poll_query_until('postgres', q{
+	SELECT (SELECT closed_until FROM streamwm.queries WHERE query = 'cs_stage2')
+	       >= (SELECT closed_until FROM streamwm.queries WHERE query = 'cs_tumble') - interval '2 s'}),
+	'chain: the second stage caught up');
+my ($chain_rows, $chain_wrong) = split /\|/, $node->safe_psql('postgres', q{
+	WITH upto AS (SELECT closed_until AS c FROM streamwm.queries WHERE query = 'cs_stage2'),
+	direct AS (SELECT window_start, window_end, k, n, s FROM cs_tumble, upto WHERE window_end <= upto.c),
+	chained AS (SELECT window_start, window_end, k, n, s FROM cs_stage2)
+	SELECT (SELECT count(*) FROM chained),
+	       (SELECT count(*) FROM (SELECT * FROM direct EXCEPT SELECT * FROM chained
+	                              UNION ALL
+	                              SELECT * FROM chained EXCEPT SELECT * FROM direct) d)});
+ok($chain_rows > 10, "chain: $chain_rows rows of windows of windows");
+is($chain_wrong, '0', 'chain: every window of windows equals the direct computation, exactly once');
+is($node->safe_psql('postgres', q{SELECT late_events FROM streamwm.streams WHERE stream = 'cs_per1'::regclass}),
+	'0', 'chain: nothing is late downstream');
 
 my ($events, $rows, $late) = split /\|/, $node->safe_psql('postgres', q{
 	SELECT s.events, (SELECT count(*) FROM cs), s.late_events FROM streamwm.streams s
