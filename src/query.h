@@ -36,6 +36,9 @@ extern const char *sw_choose_plan(Oid relid, const char *query, int64 hop_us,
 								  int64 size_us);
 extern void sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo,
 							  TimestampTz hi, int64 *windows, int64 *rows);
+extern void sw_recompute_windows(SwQueryDef *def, Datum offsets, TimestampTz lo,
+								 TimestampTz hi, int64 *windows, int64 *rows);
+extern SwQueryDef *sw_load_managed_query(const char *name);
 extern Query *sw_analyze_bound_query(const char *query);
 extern char *sw_deparse_query(Query *q);
 extern List *sw_query_relids(Query *q);
