@@ -28,7 +28,7 @@ PGFILEDESC = "streamwm - event-time stream processing"
 
 REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl panes engine extension_aggs aggstate_attack commit_order alter_query recompute
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
-ISOLATION = concurrent_writers concurrent_process commit_order idle_holds renumber
+ISOLATION = concurrent_writers concurrent_process commit_order idle_holds renumber alter_query
 ISOLATION_OPTS = --inputdir=test --outputdir=test/results
 TAP_TESTS = 1
 

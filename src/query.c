@@ -559,7 +559,7 @@ pane_plan_of(const SwQueryDef *def)
 				 errmsg("query \"%s\" no longer qualifies for the pane plan it was created with",
 						def->name),
 				 errdetail("The query does not qualify because %s.", why),
-				 errhint("Drop and create the query again.")));
+				 errhint("Give the query its text again with streamwm.alter_query(), which decides its plan anew.")));
 	return pp;
 }
 
