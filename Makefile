@@ -19,15 +19,16 @@ OBJS = \
 	src/monitor.o \
 	src/guard.o \
 	src/purge.o \
-	src/query_ddl.o
+	src/query_ddl.o \
+	src/alter.o
 
 EXTENSION = streamwm
 DATA = sql/streamwm--0.1.sql
 PGFILEDESC = "streamwm - event-time stream processing"
 
-REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl panes engine extension_aggs aggstate_attack commit_order heartbeat controls chain lateness
+REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl panes engine extension_aggs aggstate_attack commit_order heartbeat controls chain lateness alter_query recompute
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
-ISOLATION = concurrent_writers concurrent_process commit_order idle_holds renumber heartbeat notify
+ISOLATION = concurrent_writers concurrent_process commit_order idle_holds renumber heartbeat notify alter_query
 ISOLATION_OPTS = --inputdir=test --outputdir=test/results
 TAP_TESTS = 1
 

@@ -31,6 +31,10 @@ CREATE TABLE streamwm.stream_def (
     retained_from   timestamptz NOT NULL DEFAULT '-infinity', -- rows with event time
                                         -- before this may have been removed by retention
                                         -- or a purge
+    retention_horizon timestamptz NOT NULL DEFAULT '-infinity', -- rows with event time
+                                        -- before this may have been removed by retention
+                                        -- (a purge does not move it): recompute() refuses
+                                        -- windows that start before it
     purged_rows     bigint NOT NULL DEFAULT 0, -- unread rows a DELETE or TRUNCATE removed
     step_started    timestamptz,        -- a worker's step began (committed first), until it ends
     step_crashes    int NOT NULL DEFAULT 0, -- workers that ended inside this stream's step in a row
@@ -772,6 +776,26 @@ BEGIN
         EXECUTE format('DROP TABLE %s', rel);
     END IF;
 END $$;
+
+-- A query's text changed in place (src/alter.c): from the next window that
+-- has not closed, keeping closed_until, the start offset, the result table
+-- and the counters.  Bound under the caller's search_path as in create_query,
+-- then planned as its owner.
+CREATE FUNCTION streamwm.alter_query(name text, query text)
+RETURNS void
+LANGUAGE sql AS $$
+SELECT streamwm._alter_query($1, $2, pg_catalog.current_setting('search_path'));
+SELECT streamwm._check_query($1);
+$$;
+
+CREATE FUNCTION streamwm._alter_query(name text, query text, user_path text)
+    RETURNS void AS 'MODULE_PATHNAME', 'streamwm_alter_query' LANGUAGE C;
+
+-- The closed windows of a query with "from" <= window_start and window_end
+-- <= "to", computed again from the stream's rows as its owner (src/alter.c);
+-- returns the result rows written.
+CREATE FUNCTION streamwm.recompute(name text, "from" timestamptz, "to" timestamptz)
+    RETURNS bigint AS 'MODULE_PATHNAME', 'streamwm_recompute' LANGUAGE C;
 
 /* A stream table dropped with plain DROP TABLE takes its catalog rows along. */
 CREATE FUNCTION streamwm._on_sql_drop() RETURNS event_trigger

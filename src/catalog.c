@@ -1272,12 +1272,16 @@ sw_catalog_consume_marks(Oid relid, TimestampTz horizon, Datum offsets,
 				4, types, values, NULL, SPI_OK_UPDATE);
 }
 
-/* Retention removed accepted rows up to 'horizon': record it (limit.c). */
+/*
+ * Retention removed accepted rows up to 'horizon': record it, for new
+ * 'earliest' queries (limit.c) and for recompute() (alter.c).
+ */
 void
 sw_catalog_set_retained_from(Oid relid, TimestampTz horizon)
 {
 	exec_stream_time("UPDATE streamwm.stream_def"
-					 " SET retained_from = GREATEST(retained_from, $2)"
+					 " SET retained_from = GREATEST(retained_from, $2),"
+					 " retention_horizon = GREATEST(retention_horizon, $2)"
 					 " WHERE stream OPERATOR(pg_catalog.=) $1",
 					 relid, horizon, SPI_OK_UPDATE);
 }
@@ -1551,6 +1555,67 @@ sw_catalog_rebind_query(const char *name, const char *query, Datum reads)
 	sw_spi_exec("UPDATE streamwm.query_def SET query = $2, reads = $3 WHERE name = $1",
 				3, types, values, NULL, SPI_OK_UPDATE);
 	sw_leave_role(&cx);
+}
+
+/*
+ * Give a query a new text (alter.c): the bound text, the user's text, the
+ * plan decided for it and what it reads.  Its pane state is forgotten
+ * (pane_stamp, folded_offsets: the next step folds every retained row of
+ * its open windows again; the pane table itself too unless keep_panes),
+ * and so is its last error: the new text is tried at the next step.
+ * closed_until, start_offset, the result table and the counters stay.  As
+ * the catalog's owner; the caller is connected to SPI.
+ */
+void
+sw_catalog_alter_query(const char *name, const char *query, const char *query_text,
+					   const char *plan, Datum reads, bool keep_panes)
+{
+	Oid			types[6] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, REGCLASSARRAYOID, BOOLOID};
+	Datum		values[6];
+	SwRoleContext cx;
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = CStringGetTextDatum(query);
+	values[2] = CStringGetTextDatum(query_text);
+	values[3] = CStringGetTextDatum(plan);
+	values[4] = reads;
+	values[5] = BoolGetDatum(keep_panes);
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.query_def SET query = $2, query_text = $3, plan = $4,"
+				" reads = $5, pane_table = CASE WHEN $6 THEN pane_table END,"
+				" pane_stamp = NULL, folded_offsets = NULL,"
+				" last_error = NULL, last_error_time = NULL, errors = 0"
+				" WHERE name OPERATOR(pg_catalog.=) $1",
+				6, types, values, NULL, SPI_OK_UPDATE);
+	if (SPI_processed != 1)
+		elog(ERROR, "query \"%s\" vanished from streamwm.query_def", name);
+	sw_leave_role(&cx);
+}
+
+/*
+ * How far retention alone removed a stream's rows (stream_def.
+ * retention_horizon: rows with event time before it may be gone; purges
+ * do not move it), read as the catalog's owner; -infinity if the stream
+ * has no row.  The caller is connected to SPI and holds the stream's
+ * catalog row locked.
+ */
+TimestampTz
+sw_catalog_retention_horizon(Oid relid)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	TimestampTz horizon = DT_NOBEGIN;
+	bool		isnull;
+	SwRoleContext cx;
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT retention_horizon FROM streamwm.stream_def"
+				" WHERE stream OPERATOR(pg_catalog.=) $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+		horizon = DatumGetTimestampTz(sw_spi_getdatum(0, 1, &isnull));
+	sw_leave_role(&cx);
+	return horizon;
 }
 
 /*

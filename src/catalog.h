@@ -99,6 +99,7 @@ extern void sw_catalog_consume_marks(Oid relid, TimestampTz horizon,
 extern void sw_catalog_set_retained_from(Oid relid, TimestampTz horizon);
 extern void sw_catalog_count_expired(Oid relid, int64 removed);
 extern TimestampTz sw_catalog_retained_from(Oid relid);
+extern TimestampTz sw_catalog_retention_horizon(Oid relid);
 extern void sw_catalog_processed_offsets(Oid relid, int np, int64 *processed);
 extern bool sw_catalog_lock_stream_row(Oid relid);
 extern void sw_catalog_record_purge(Oid relid, int64 unread, TimestampTz newest,
@@ -125,5 +126,8 @@ extern void sw_catalog_record_panes(const char *name, Oid pane_table,
 									const char *stamp, Datum folded);
 extern List *sw_catalog_queries_reading(List *relids, Oid nspid);
 extern void sw_catalog_rebind_query(const char *name, const char *query, Datum reads);
+extern void sw_catalog_alter_query(const char *name, const char *query,
+								   const char *query_text, const char *plan,
+								   Datum reads, bool keep_panes);
 
 #endif							/* STREAMWM_CATALOG_H */

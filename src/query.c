@@ -560,7 +560,7 @@ pane_plan_of(const SwQueryDef *def)
 				 errmsg("query \"%s\" no longer qualifies for the pane plan it was created with",
 						def->name),
 				 errdetail("The query does not qualify because %s.", why),
-				 errhint("Drop and create the query again.")));
+				 errhint("Give the query its text again with streamwm.alter_query(), which decides its plan anew.")));
 	return pp;
 }
 
@@ -711,6 +711,42 @@ windows_to_refire(const SwQueryDef *def, Datum offsets, TimestampTz floor, Times
 }
 
 /*
+ * Run the general plan's statement (plan) for each window of starts,
+ * adding the windows that produced rows and the rows to *windows, *rows;
+ * with refired, a window starting at or before lo (closed before) counts
+ * there instead of in *windows.
+ */
+static void
+run_general_windows(const SwQueryDef *def, SPIPlanPtr plan, Datum offsets, List *starts,
+					TimestampTz lo, int64 *windows, int64 *rows, int64 *refired)
+{
+	bool		isnull;
+	ListCell   *lc;
+
+	foreach(lc, starts)
+	{
+		Datum		values[3];
+		int64		n;
+		TimestampTz ws = *(TimestampTz *) lfirst(lc);
+
+		values[0] = Int64GetDatum(def->start_offset);
+		values[1] = offsets;
+		values[2] = TimestampTzGetDatum(ws);
+		if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
+		n = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+		sw_check_groups_per_window(def->name, n);
+		if (n > 0 && refired != NULL && ws <= lo)
+			(*refired)++;
+		else if (n > 0)
+			(*windows)++;
+		*rows += n;
+		SPI_freetuptable(SPI_tuptable);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * Compute and upsert every window of a query whose start is in (lo, hi]
  * (those that closed since the last step), and re-fire the closed windows
  * that rows accepted within allowed_lateness fell into (start in
@@ -723,10 +759,8 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 				  int64 *windows, int64 *rows, int64 *refired)
 {
 	SwStepEntry *e = sw_step_entry(def);
-	bool		isnull;
-	List	   *starts;
-	ListCell   *lc;
 	MemoryContext old;
+	List	   *starts;
 
 	*windows = 0;
 	*rows = 0;
@@ -755,30 +789,39 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 	starts = windows_to_refire(def, offsets, sw_refire_floor(def, lo), lo);
 	if (lo < hi)
 		starts = list_concat(starts, windows_with_rows(def, offsets, lo, hi));
-	foreach(lc, starts)
-	{
-		Datum		values[3];
-		int64		n;
-		TimestampTz ws = *(TimestampTz *) lfirst(lc);
-
-		values[0] = Int64GetDatum(def->start_offset);
-		values[1] = offsets;
-		values[2] = TimestampTzGetDatum(ws);
-		if (SPI_execute_plan(e->plan, values, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
-		n = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
-		sw_check_groups_per_window(def->name, n);
-		if (n > 0 && ws <= lo)
-			(*refired)++;
-		else if (n > 0)
-			(*windows)++;
-		*rows += n;
-		SPI_freetuptable(SPI_tuptable);
-		CHECK_FOR_INTERRUPTS();
-	}
+	run_general_windows(def, e->plan, offsets, starts, lo, windows, rows, refired);
 	/* where the next step's re-fire starts reading */
 	if (def->lateness_us > 0)
 		sw_catalog_record_read(def->name, offsets);
+}
+
+/*
+ * Compute again and upsert every window of a query whose start is in
+ * (lo, hi] and that holds rows, from the stream's rows, whatever the
+ * query's plan: the general plan's statement reads each window's rows as
+ * a step does (processed, after the query's start offset, not late).
+ * For streamwm.recompute() (alter.c), as the current user (the query's
+ * owner), which has deleted the result rows of those windows.  Returns
+ * the windows that produced rows and the rows.
+ */
+void
+sw_recompute_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi,
+					 int64 *windows, int64 *rows)
+{
+	char	   *sql = general_statement(def);
+	SPIPlanPtr	plan;
+
+	*windows = 0;
+	*rows = 0;
+	/* privileges before planning: see sw_check_statement_privileges */
+	sw_check_statement_privileges(sql, 3, general_param_types);
+	plan = SPI_prepare(sql, 3, (Oid *) general_param_types);
+	if (plan == NULL)
+		elog(ERROR, "could not plan window query \"%s\": %s", def->name,
+			 SPI_result_code_string(SPI_result));
+	run_general_windows(def, plan, offsets, windows_with_rows(def, offsets, lo, hi),
+						lo, windows, rows, NULL);
+	SPI_freeplan(plan);
 }
 
 /*
@@ -786,8 +829,8 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
  * as the catalog's owner; a clear error if there is none or it may not.
  * The caller is connected to SPI.
  */
-static SwQueryDef *
-load_managed_query(const char *name)
+SwQueryDef *
+sw_load_managed_query(const char *name)
 {
 	SwRoleContext cx;
 	SwQueryDef *def;
@@ -820,7 +863,7 @@ streamwm_window_sql(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	def = load_managed_query(name);
+	def = sw_load_managed_query(name);
 	sw_enter_role(def->owner, def->search_path, &cx);
 	if (def->pane && OidIsValid(def->pane_table))
 		sql = sw_pane_statement(def, pane_plan_of(def));
@@ -850,7 +893,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	def = load_managed_query(name);
+	def = sw_load_managed_query(name);
 	sw_check_windows_per_row(def->hop_us, def->size_us);
 	sw_enter_role(def->owner, def->search_path, &cx);
 	PG_TRY();

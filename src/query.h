@@ -44,6 +44,9 @@ extern void sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo,
 							  TimestampTz hi, int64 *windows, int64 *rows,
 							  int64 *refired);
 extern TimestampTz sw_refire_floor(const SwQueryDef *def, TimestampTz lo);
+extern void sw_recompute_windows(SwQueryDef *def, Datum offsets, TimestampTz lo,
+								 TimestampTz hi, int64 *windows, int64 *rows);
+extern SwQueryDef *sw_load_managed_query(const char *name);
 extern Query *sw_analyze_bound_query(const char *query);
 extern char *sw_deparse_query(Query *q);
 extern List *sw_query_relids(Query *q);
