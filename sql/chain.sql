@@ -89,6 +89,15 @@ SELECT count(*) AS differences FROM (
    EXCEPT SELECT window_start, window_end, auction, total FROM ch_stage2h)) d;
 SELECT count(*) AS windows, sum(total) AS bids FROM ch_stage2;
 
+-- a chained query's windows were appended to a stream: no recompute; a new
+-- text must fit the stream's columns
+SELECT streamwm.recompute('ch_stage1', '-infinity', 'infinity');
+SELECT streamwm.alter_query('ch_stage1',
+  'SELECT auction, count(*) AS n, min(price) AS lowest FROM ch_bids GROUP BY auction');
+SELECT streamwm.alter_query('ch_stage1',
+  'SELECT auction, count(*) AS n, min(price) AS top FROM ch_bids GROUP BY auction');
+SELECT definition FROM streamwm.queries WHERE query = 'ch_stage1';
+
 SELECT streamwm.drop_query(q, drop_result => true)
   FROM unnest('{ch_stage2,ch_stage2h,ch_direct,ch_directh}'::text[]) q;
 SELECT streamwm.drop_query('ch_stage1');

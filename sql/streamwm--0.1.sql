@@ -83,7 +83,11 @@ CREATE TABLE streamwm.query_def (
     start_closed_until timestamptz,     -- closed_until at create_query: windows that ended
                                         -- by then are not the query's, and never re-fire
     paused          boolean NOT NULL DEFAULT false, -- pause_query(): closes no window until resumed
-    result_stream   boolean NOT NULL DEFAULT false -- result_table is a stream (a chain)
+    result_stream   boolean NOT NULL DEFAULT false, -- result_table is a stream (a chain)
+    origin          timestamptz NOT NULL DEFAULT '1970-01-01 00:00:00+00', -- windows start at
+                                        -- origin + n * hop (date_bin alignment)
+    time_domain     text NOT NULL DEFAULT 'event' -- 'processing': the clock of the step
+        CHECK (time_domain IN ('event', 'processing')) -- that read a row (SPEC section 11)
 );
 CREATE INDEX ON streamwm.query_def (stream);
 
@@ -221,6 +225,10 @@ CREATE FUNCTION streamwm._stream_purge() RETURNS trigger
 CREATE FUNCTION streamwm._query_columns(stream regclass, query text,
     OUT colname text, OUT coltype text, OUT is_key boolean, OUT nullable boolean)
     RETURNS SETOF record AS 'MODULE_PATHNAME', 'streamwm_query_columns' LANGUAGE C STRICT;
+-- the output columns of an ordered query (hop and size NULL)
+CREATE FUNCTION streamwm._query_columns(stream regclass, query text, ordered boolean,
+    OUT colname text, OUT coltype text, OUT is_key boolean, OUT nullable boolean)
+    RETURNS SETOF record AS 'MODULE_PATHNAME', 'streamwm_query_columns' LANGUAGE C STRICT;
 
 -- The statement a step runs for a query, for inspection.
 CREATE FUNCTION streamwm._window_sql(query text)
@@ -231,6 +239,11 @@ CREATE FUNCTION streamwm.window_start(ts timestamptz, hop interval)
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION streamwm.window_start(timestamptz, interval) IS
     'start of the epoch-aligned pane of width hop that contains ts';
+CREATE FUNCTION streamwm.window_start(ts timestamptz, hop interval, origin timestamptz)
+    RETURNS timestamptz AS 'MODULE_PATHNAME', 'streamwm_window_start'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION streamwm.window_start(timestamptz, interval, timestamptz) IS
+    'start of the pane of width hop aligned at origin that contains ts, as date_bin(hop, ts, origin)';
 CREATE FUNCTION streamwm.pane_windows(pane timestamptz, lo timestamptz, hi timestamptz,
     hop interval, size interval)
     RETURNS SETOF timestamptz AS 'MODULE_PATHNAME', 'streamwm_pane_windows'
@@ -293,7 +306,8 @@ CREATE FUNCTION streamwm._unregister_stream(stream regclass, cascade boolean)
 
 CREATE FUNCTION streamwm._register_query(name text, stream regclass, query text,
     query_text text, hop interval, size interval, result_table regclass,
-    start_from text, start_offset bigint, closed_until timestamptz)
+    start_from text, start_offset bigint, closed_until timestamptz, origin timestamptz,
+    time_domain text)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_register_query' LANGUAGE C STRICT;
 
 CREATE FUNCTION streamwm._unregister_query(name text)
@@ -574,12 +588,135 @@ CREATE FUNCTION streamwm.create_query(
     size         interval,
     result_table text DEFAULT NULL,
     start_from   text DEFAULT 'latest',
-    result_stream regclass DEFAULT NULL)  -- a chain: write the windows into this stream
+    result_stream regclass DEFAULT NULL,  -- a chain: write the windows into this stream
+    origin       timestamptz DEFAULT '1970-01-01 00:00:00+00',  -- windows start at origin + n * hop
+    time_domain  text DEFAULT 'event')    -- 'processing': the clock of the step that reads a row
 RETURNS regclass
 LANGUAGE sql AS $$
-SELECT streamwm._create_query($1, $2, $3, $4, $5, $6,
-                              pg_catalog.current_setting('search_path'), $7)
+SELECT CASE WHEN $3 IS NULL AND $4 IS NULL
+            THEN streamwm._create_ordered_query($1, $2, $5, $6,
+                                               pg_catalog.current_setting('search_path'), $7)
+            ELSE streamwm._create_query($1, $2, $3, $4, $5, $6,
+                                        pg_catalog.current_setting('search_path'), $7, $8, $9) END
 $$;
+
+-- A new query's start offset: 'latest', only rows that get their offset
+-- after this point; 'earliest', every retained row.
+CREATE FUNCTION streamwm._start_offset(stream regclass, start_from text)
+RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    seq      regclass;
+    start_at bigint := 0;
+BEGIN
+    IF start_from = 'latest' THEN
+        seq := (SELECT objid FROM pg_depend
+                 WHERE refclassid = 'pg_class'::regclass AND refobjid = stream
+                   AND classid = 'pg_class'::regclass AND deptype = 'a'
+                   AND objid IN (SELECT oid FROM pg_class WHERE relkind = 'S')
+                 LIMIT 1);
+        EXECUTE format('SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM %s', seq)
+            INTO start_at;
+    END IF;
+    RETURN start_at;
+END $$;
+
+-- An ordered query (SPEC section 11: create_query with hop and size NULL):
+-- no aggregate, no GROUP BY; each accepted row once, when W passes its
+-- event time, in (sw_event_time, sw_partition, sw_offset) order, into a
+-- result table (seq bigint PRIMARY KEY, event_time timestamptz, outputs).
+CREATE FUNCTION streamwm._create_ordered_query(
+    name          text,
+    query         text,
+    result_table  text,
+    start_from    text,
+    user_path     text,
+    result_stream regclass)
+RETURNS regclass
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    s        streamwm.stream_def;
+    rel      regclass;
+    relid    oid;
+    tname    text;
+    cols     record;
+    coldefs  text := '';
+    missing  text;
+    sid      regclass;
+    bound    text;
+BEGIN
+    IF name IS NULL OR name = '' OR query IS NULL THEN
+        RAISE EXCEPTION 'query name and text must not be NULL or empty'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF result_stream IS NOT NULL THEN
+        RAISE EXCEPTION 'a query with hop and size NULL cannot write into a stream'
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    start_from := lower(coalesce(start_from, 'latest'));
+    IF start_from NOT IN ('latest', 'earliest') THEN
+        RAISE EXCEPTION 'start_from must be ''latest'' or ''earliest'', not ''%''', start_from
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM pg_catalog.set_config('search_path', user_path, true);
+    sid := streamwm._query_stream(query);
+    bound := streamwm._bind_query(query);
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    s := streamwm._stream_of(sid);
+    IF s.allowed_lateness > interval '0' THEN
+        RAISE EXCEPTION 'stream % has allowed_lateness: a query with hop and size NULL emits each row once, in order, and cannot take one back', s.stream
+            USING ERRCODE = 'feature_not_supported';
+    END IF;
+    FOR cols IN SELECT * FROM streamwm._query_columns(s.stream, bound, true) LOOP
+        coldefs := coldefs || format(', %I %s', cols.colname, cols.coltype);
+    END LOOP;
+
+    tname := streamwm._qualified_name(coalesce(result_table,
+                 CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
+                 user_path);
+    relid := to_regclass(tname);
+    IF relid IS NOT NULL AND EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = relid) THEN
+        RAISE EXCEPTION 'result table % is a stream', relid::regclass
+            USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF relid IS NULL THEN
+        EXECUTE format('CREATE TABLE %s (seq bigint PRIMARY KEY, event_time timestamptz NOT NULL%s)',
+                       tname, coldefs);
+        rel := tname::regclass;
+    ELSE
+        rel := relid;
+        SELECT string_agg(c, ', ') INTO missing
+          FROM unnest(ARRAY['seq', 'event_time'] ||
+                      ARRAY(SELECT colname FROM streamwm._query_columns(s.stream, bound, true))) c
+         WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
+                            WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
+                              AND NOT a.attisdropped);
+        IF missing IS NOT NULL THEN
+            RAISE EXCEPTION 'result table % lacks columns: %', rel, missing
+                USING ERRCODE = 'undefined_column';
+        END IF;
+        IF NOT EXISTS (
+            SELECT 1 FROM pg_index i
+             WHERE i.indrelid = rel AND i.indisunique AND i.indpred IS NULL
+               AND i.indexprs IS NULL AND i.indnkeyatts = 1
+               AND (SELECT a.attname FROM pg_attribute a
+                     WHERE a.attrelid = rel AND a.attnum = i.indkey[0]) = 'seq') THEN
+            RAISE EXCEPTION 'result table % has no unique index on (seq)', rel
+                USING ERRCODE = 'invalid_table_definition';
+        END IF;
+    END IF;
+
+    -- stored with hop and size 0; 'earliest' starts at the stream's
+    -- retained_from (every row from there on is retained)
+    PERFORM streamwm._register_query(name, s.stream, bound, query, interval '0', interval '0', rel,
+        start_from, streamwm._start_offset(s.stream, start_from),
+        CASE WHEN start_from = 'latest' THEN s.watermark
+             ELSE streamwm._earliest_closed_until(s.stream, interval '1 microsecond',
+                                                  interval '1 microsecond', 'epoch') END,
+        '1970-01-01 00:00:00+00', 'event');
+    PERFORM streamwm._check_query(name);
+    RETURN rel;
+END $$;
 
 CREATE FUNCTION streamwm._create_query(
     name         text,
@@ -589,7 +726,9 @@ CREATE FUNCTION streamwm._create_query(
     result_table text,
     start_from   text,
     user_path    text,
-    result_stream regclass)
+    result_stream regclass,
+    origin       timestamptz,
+    time_domain  text)
 RETURNS regclass
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -603,7 +742,6 @@ DECLARE
     keys     text[] := ARRAY['window_start'];
     missing  text;
     start_at bigint;
-    seq      regclass;
     sid      regclass;
     bound    text;
     nullable_key boolean := false;
@@ -622,6 +760,15 @@ BEGIN
     IF start_from NOT IN ('latest', 'earliest') THEN
         RAISE EXCEPTION 'start_from must be ''latest'' or ''earliest'', not ''%''', start_from
             USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    time_domain := lower(coalesce(time_domain, 'event'));
+    IF time_domain NOT IN ('event', 'processing') THEN
+        RAISE EXCEPTION 'time_domain must be ''event'' or ''processing'', not ''%''', time_domain
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF time_domain = 'processing' AND result_stream IS NOT NULL THEN
+        RAISE EXCEPTION 'a query in processing time cannot write into a stream'
+            USING ERRCODE = 'feature_not_supported';
     END IF;
 
     -- The query is the caller's: understood under the caller's search_path
@@ -721,23 +868,22 @@ BEGIN
         END IF;
     END IF;
 
-    -- 'latest': only rows that get their offset after this point.
-    seq := (SELECT objid FROM pg_depend
-             WHERE refclassid = 'pg_class'::regclass AND refobjid = s.stream
-               AND classid = 'pg_class'::regclass AND deptype = 'a'
-               AND objid IN (SELECT oid FROM pg_class WHERE relkind = 'S')
-             LIMIT 1);
-    IF start_from = 'latest' THEN
-        EXECUTE format('SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM %s', seq)
-            INTO start_at;
-    ELSE
-        start_at := 0;
-    END IF;
+    start_at := streamwm._start_offset(s.stream, start_from);
 
+    -- processing time: windows of the clock of the steps from now on
     PERFORM streamwm._register_query(name, s.stream, bound, query, hop, size, rel,
         start_from, start_at,
-        CASE WHEN start_from = 'latest' THEN s.watermark
-             ELSE streamwm._earliest_closed_until(s.stream, hop, size) END);
+        CASE WHEN time_domain = 'processing' THEN clock_timestamp()
+             WHEN start_from = 'latest' THEN s.watermark
+             ELSE streamwm._earliest_closed_until(s.stream, hop, size, origin) END,
+        coalesce(origin, '1970-01-01 00:00:00+00'), time_domain);
+    IF time_domain = 'processing' AND
+       (SELECT q.plan FROM streamwm.query_def q WHERE q.name = _create_query.name) <> 'pane' THEN
+        RAISE EXCEPTION 'a query in processing time must use aggregates that combine (the pane plan)'
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Its state is the partial aggregates of the panes of each step''s clock: the rows do not record when they were read.',
+                  HINT = 'See streamwm.queries.plan: count, sum, min, max and avg over plain GROUP BY columns qualify.';
+    END IF;
 
     -- Plan the upsert once now, so that an error shows here and not in the worker.
     PERFORM streamwm._check_query(name);
@@ -750,7 +896,8 @@ CREATE FUNCTION streamwm._check_query(name text) RETURNS void
 -- closed_until of a new 'earliest' query: its first window is the first one
 -- all of whose rows retention has kept (SPEC section 8).  Waits for a step
 -- that is moving retained_from to commit.
-CREATE FUNCTION streamwm._earliest_closed_until(stream regclass, hop interval, size interval)
+CREATE FUNCTION streamwm._earliest_closed_until(stream regclass, hop interval, size interval,
+    origin timestamptz)
     RETURNS timestamptz AS 'MODULE_PATHNAME', 'streamwm_earliest_closed_until' LANGUAGE C STRICT;
 
 -- A paused query closes no window and keeps its position; retention keeps
@@ -1001,8 +1148,8 @@ SELECT d.stream,
 CREATE VIEW streamwm.queries WITH (security_barrier) AS
 SELECT q.name AS query,
        q.stream,
-       q.hop,
-       q.size,
+       NULLIF(q.hop, interval '0') AS hop,   -- NULL: an ordered query (SPEC section 11)
+       NULLIF(q.size, interval '0') AS size,
        coalesce((SELECT c.oid::regclass FROM pg_catalog.pg_class c WHERE c.oid = q.result_table),
                 (SELECT c.oid::regclass FROM pg_catalog.pg_class c
                   WHERE c.oid = to_regclass(q.result_name) AND c.relowner = q.owner)) AS result_table,

@@ -393,6 +393,12 @@ streamwm_alter_query(PG_FUNCTION_ARGS)
 	/* the lock order of a step: the stream's catalog row first */
 	(void) sw_lookup_stream(def->stream, true, NULL, NULL);
 	def = sw_load_managed_query(name);
+	if (def->size_us == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot alter query \"%s\": it emits the stream's rows in order (hop and size NULL)",
+						name),
+				 errhint("Drop it and create it again.")));
 
 	/* bound as create_query binds it: under the caller's search_path, as the caller */
 	nestlevel = NewGUCNestLevel();
@@ -489,6 +495,12 @@ streamwm_recompute(PG_FUNCTION_ARGS)
 	if (!sw_lookup_stream(def->stream, true, NULL, &np))
 		sw_not_a_stream(def->stream);
 	def = sw_load_managed_query(name);
+	/* an ordered query's rows are final: nothing to compute again */
+	if (def->size_us == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot recompute query \"%s\": it emits the stream's rows in order (hop and size NULL)",
+						name)));
 	/* a stream is a log: its windows' rows were sent, and cannot be taken back */
 	if (def->result_stream)
 		ereport(ERROR,
@@ -513,13 +525,13 @@ streamwm_recompute(PG_FUNCTION_ARGS)
 		SPI_finish();
 		PG_RETURN_INT64(0);
 	}
-	first = sw_pane_start(from, def->hop_us);
+	first = sw_pane_start(from, def->hop_us, def->origin);
 	if (first < from)
 		first += def->hop_us;
 	if (TIMESTAMP_IS_NOEND(end))
 		last = DT_NOEND;
 	else
-		last = sw_pane_start(end - def->size_us, def->hop_us);
+		last = sw_pane_start(end - def->size_us, def->hop_us, def->origin);
 	if (first > last)
 	{
 		SPI_finish();
@@ -530,7 +542,7 @@ streamwm_recompute(PG_FUNCTION_ARGS)
 	horizon = sw_catalog_retention_horizon(def->stream);
 	if (first < horizon)
 	{
-		TimestampTz ok = sw_pane_start(horizon, def->hop_us);
+		TimestampTz ok = sw_pane_start(horizon, def->hop_us, def->origin);
 		char	   *h = pstrdup(timestamptz_to_str(horizon));
 
 		if (ok < horizon)

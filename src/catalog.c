@@ -643,10 +643,10 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	Oid			relid = PG_GETARG_OID(1);
 	Oid			result = PG_GETARG_OID(6);
-	Oid			types[15] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID,
+	Oid			types[17] = {TEXTOID, OIDOID, TEXTOID, TEXTOID, INTERVALOID, INTERVALOID,
 		OIDOID, TEXTOID, INT8OID, TIMESTAMPTZOID, TEXTOID, OIDOID, TEXTOID, REGCLASSARRAYOID,
-	BOOLOID};
-	Datum		values[15];
+	BOOLOID, TIMESTAMPTZOID, TEXTOID};
+	Datum		values[17];
 	Oid			ntypes[1] = {TEXTOID};
 	Oid			rtypes[1] = {OIDOID};
 	SwRoleContext cx;
@@ -712,12 +712,19 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 		}
 	}
 	values[14] = BoolGetDatum(chain);
+	values[15] = PG_GETARG_DATUM(10);
+	values[16] = PG_GETARG_DATUM(11);
+	if (TIMESTAMP_NOT_FINITE(PG_GETARG_TIMESTAMPTZ(10)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("origin must be finite")));
 	sw_spi_exec("INSERT INTO streamwm.query_def (name, stream, query, query_text, hop, size,"
 				" result_table, start_from, start_offset, closed_until, result_name,"
-				" search_path, owner, plan, reads, result_stream, start_closed_until)"
+				" search_path, owner, plan, reads, result_stream, start_closed_until, origin,"
+				" time_domain)"
 				" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
-				" '" SW_SAFE_SEARCH_PATH "', $12, $13, $14, $15, $10)",
-				15, types, values, NULL, SPI_OK_INSERT);
+				" '" SW_SAFE_SEARCH_PATH "', $12, $13, $14, $15, $10, $16, $17)",
+				17, types, values, NULL, SPI_OK_INSERT);
 	sw_leave_role(&cx);
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -1423,7 +1430,8 @@ sw_catalog_load_query(const char *name)
 				" coalesce((SELECT c.oid FROM pg_catalog.pg_class c WHERE c.oid = pane_table),"
 				" 0::pg_catalog.oid), pane_stamp, folded_offsets,"
 				" (SELECT d.allowed_lateness FROM streamwm.stream_def d"
-				"   WHERE d.stream = query_def.stream), start_closed_until, paused, result_stream"
+				"   WHERE d.stream = query_def.stream), start_closed_until, paused, result_stream,"
+				" origin, rows_upserted, time_domain = 'processing'"
 				" FROM streamwm.query_def WHERE name = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -1454,6 +1462,12 @@ sw_catalog_load_query(const char *name)
 	def->start_closed = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
 	def->paused = DatumGetBool(sw_spi_getdatum(0, 19, &isnull));
 	def->result_stream = DatumGetBool(sw_spi_getdatum(0, 20, &isnull));
+	def->origin = DatumGetTimestampTz(sw_spi_getdatum(0, 21, &isnull));
+	def->rows_upserted = DatumGetInt64(sw_spi_getdatum(0, 22, &isnull));
+	def->processing = DatumGetBool(sw_spi_getdatum(0, 23, &isnull));
+	/* nothing is late in processing time: nothing re-fires either */
+	if (def->processing)
+		def->lateness_us = 0;
 	return def;
 }
 

@@ -306,8 +306,8 @@ sw_check_windows_per_row(int64 hop_us, int64 size_us)
 
 /*
  * streamwm._earliest_closed_until(stream regclass, hop interval,
- * size interval) RETURNS timestamptz: the closed_until of a new
- * 'earliest' query.
+ * size interval, origin timestamptz) RETURNS timestamptz: the closed_until
+ * of a new 'earliest' query.
  *
  * Retention may have removed rows with event time before the stream's
  * retained_from, so a window starting before it may be partial.  The
@@ -323,6 +323,7 @@ streamwm_earliest_closed_until(PG_FUNCTION_ARGS)
 	Oid			relid = PG_GETARG_OID(0);
 	int64		hop_us = sw_interval_usec(PG_GETARG_INTERVAL_P(1));
 	int64		size_us = sw_interval_usec(PG_GETARG_INTERVAL_P(2));
+	TimestampTz origin = PG_GETARG_TIMESTAMPTZ(3);
 	TimestampTz retained_from;
 	TimestampTz first;
 
@@ -338,7 +339,7 @@ streamwm_earliest_closed_until(PG_FUNCTION_ARGS)
 	SPI_finish();
 	if (TIMESTAMP_NOT_FINITE(retained_from))
 		PG_RETURN_TIMESTAMPTZ(DT_NOBEGIN);
-	first = sw_pane_start(retained_from, hop_us);
+	first = sw_pane_start(retained_from, hop_us, origin);
 	if (first < retained_from)
 		first += hop_us;
 	PG_RETURN_TIMESTAMPTZ(first - hop_us + size_us);

@@ -73,6 +73,7 @@
 #include "query.h"
 #include "result.h"
 #include "step_cache.h"
+#include "window.h"
 #include "watermark.h"
 
 /* The pane plan of a query, derived from its analyzed tree. */
@@ -230,20 +231,39 @@ partial_aggref(Aggref *orig)
  * allowed_lateness, sw_refire_floor).
  */
 static Query *
-fold_rows_query(Oid relid, int64 hop_us)
+fold_rows_query(Oid relid, int64 hop_us, TimestampTz origin, int64 processing_size_us)
 {
 	Oid			types[6] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
 	TIMESTAMPTZOID, TIMESTAMPTZOID};
 	char	   *sql;
 
-	sql = psprintf("SELECT %s, streamwm.window_start(sw_s.sw_event_time, %s) AS sw_pane"
+	/*
+	 * Processing time (SPEC section 11): every row a step reads goes to the
+	 * pane of the step's clock ($5 + size: the step passes its clock minus
+	 * size as hi), late or not.
+	 */
+	if (processing_size_us > 0)
+		return sw_analyze_internal(psprintf("SELECT %s, %s AS sw_pane"
+											" FROM pg_catalog.unnest($2::pg_catalog.int8[]) WITH ORDINALITY AS sw_o(done, n)"
+											" CROSS JOIN LATERAL (SELECT sw_r.* FROM ONLY %s sw_r"
+											" WHERE sw_r.sw_partition = (sw_o.n - 1)::pg_catalog.int4"
+											" AND sw_r.sw_offset > GREATEST($1, coalesce(($4::pg_catalog.int8[])[sw_o.n], 0))"
+											" AND sw_r.sw_offset <= sw_o.done) sw_s OFFSET 0",
+											sw_stream_columns_sql(relid, "sw_s"),
+											sw_window_start_sql(psprintf("($5 + %s)",
+																		 sw_interval_literal(processing_size_us)),
+																hop_us, origin),
+											sw_relation_name(relid)),
+								   types, lengthof(types));
+	sql = psprintf("SELECT %s, %s AS sw_pane"
 				   " FROM pg_catalog.unnest($2::pg_catalog.int8[]) WITH ORDINALITY AS sw_o(done, n)"
 				   " CROSS JOIN LATERAL (SELECT sw_r.* FROM ONLY %s sw_r"
 				   " WHERE sw_r.sw_partition = (sw_o.n - 1)::pg_catalog.int4"
 				   " AND sw_r.sw_offset > GREATEST($1, coalesce(($4::pg_catalog.int8[])[sw_o.n], 0))"
 				   " AND sw_r.sw_offset <= sw_o.done) sw_s"
 				   " WHERE sw_s.sw_event_time > $6 AND %s OFFSET 0",
-				   sw_stream_columns_sql(relid, "sw_s"), sw_interval_literal(hop_us),
+				   sw_stream_columns_sql(relid, "sw_s"),
+				   sw_window_start_sql("sw_s.sw_event_time", hop_us, origin),
 				   sw_relation_name(relid), sw_not_late_sql(relid));
 	return sw_analyze_internal(sql, types, lengthof(types));
 }
@@ -277,7 +297,8 @@ refusal(Query *q, Oid relid)
  * does not qualify.
  */
 PanePlan *
-sw_pane_plan(Oid relid, const char *query, int64 hop_us, const char **why)
+sw_pane_plan(Oid relid, const char *query, int64 hop_us, TimestampTz origin,
+			 int64 processing_size_us, const char **why)
 {
 	Query	   *q = sw_analyze_window_query(query);
 	Query	   *fq;
@@ -353,7 +374,7 @@ sw_pane_plan(Oid relid, const char *query, int64 hop_us, const char **why)
 
 	/* the fold: the user's tree over the new rows, grouped by pane and keys */
 	fq = copyObject(q);
-	if (sw_replace_stream(fq, relid, fold_rows_query(relid, hop_us)) != 1)
+	if (sw_replace_stream(fq, relid, fold_rows_query(relid, hop_us, origin, processing_size_us)) != 1)
 		elog(ERROR, "stream %u not replaced in the fold", relid);
 	rte = linitial(fq->rtable);
 	rte->eref->colnames = lappend(rte->eref->colnames, makeString(pstrdup("sw_pane")));
@@ -678,7 +699,12 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 	values[0] = Int64GetDatum(def->start_offset);
 	values[1] = offsets;
 	values[2] = TimestampTzGetDatum(lo);
-	if (rebuild || def->folded_offsets == (Datum) 0)
+	/*
+	 * A rebuild folds every retained row of the open windows again, except
+	 * in processing time: when a row was read is not in the stream, so the
+	 * panes lost are lost (their rows are not counted twice).
+	 */
+	if ((rebuild && !def->processing) || def->folded_offsets == (Datum) 0)
 		nulls[3] = 'n';
 	else
 		values[3] = def->folded_offsets;

@@ -11,7 +11,9 @@
 typedef struct PanePlan PanePlan;
 struct SwStepEntry;
 
-extern PanePlan *sw_pane_plan(Oid relid, const char *query, int64 hop_us, const char **why);
+extern PanePlan *sw_pane_plan(Oid relid, const char *query, int64 hop_us,
+							  TimestampTz origin, int64 processing_size_us,
+							  const char **why);
 extern void sw_ensure_pane_table(SwQueryDef *def, const PanePlan *pp, bool *rebuild);
 extern void sw_record_panes(SwQueryDef *def, const PanePlan *pp, Datum folded);
 extern char *sw_pane_statement(const SwQueryDef *def, const PanePlan *pp);

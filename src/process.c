@@ -653,7 +653,7 @@ notify_results(const SwQueryDef *def, TimestampTz closed_until, int64 rows)
  * reported as a WARNING, and the query retries next step.
  */
 static void
-close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
+close_windows(SwQueryDef *def, TimestampTz upto, Datum offsets)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -680,17 +680,17 @@ close_windows(SwQueryDef *def, const SwStreamClock *clock, Datum offsets)
 		sw_upsert_windows(def, offsets,
 						  TIMESTAMP_IS_NOBEGIN(def->closed_until) ?
 						  DT_NOBEGIN : def->closed_until - def->size_us,
-						  clock->watermark - def->size_us,
+						  upto - def->size_us,
 						  &windows, &rows, &refired);
 		sw_query_timeout_disable();
 		/* a timeout that fired just before it was disabled fails here */
 		CHECK_FOR_INTERRUPTS();
 		sw_leave_role(&qcx);
 
-		sw_catalog_query_succeeded(def->name, clock->watermark, windows, rows,
+		sw_catalog_query_succeeded(def->name, upto, windows, rows,
 								   def->result_table, refired);
 		if (rows > 0)
-			notify_results(def, clock->watermark, rows);
+			notify_results(def, upto, rows);
 
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
@@ -822,17 +822,38 @@ close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
 			now < def->last_error_time +
 			Min(SW_QUERY_MAX_BACKOFF_US, USECS_PER_SEC << Min(def->errors - 1, 16)))
 			;
+		/*
+		 * processing time: every step folds what it read into the pane of
+		 * its clock, and closes the windows that clock has passed
+		 */
+		else if (def->processing)
+		{
+			if (def->closed_until < now)
+			{
+				close_windows(def, now, offsets);
+				def = sw_catalog_load_query(lfirst(lc));
+				if (def == NULL)
+					continue;
+			}
+		}
 		else if (!TIMESTAMP_IS_NOBEGIN(clock->watermark) &&
 				 (def->closed_until < clock->watermark ||
 				  (def->lateness_us > 0 && query_has_unread(def, clock))))
 		{
-			close_windows(def, clock, offsets);
+			close_windows(def, clock->watermark, offsets);
 			def = sw_catalog_load_query(lfirst(lc));
 			if (def == NULL)
 				continue;
 		}
-		/* rows older than this are in no window of the query that may change */
-		keep = query_needs_from(def);
+		/*
+		 * rows older than this are in no window of the query that may
+		 * change; a processing-time query needs no row once it folded what
+		 * it read (its panes are its state), all of them until it has
+		 */
+		if (def->processing)
+			keep = def->errors > 0 || def->paused ? DT_NOBEGIN : DT_NOEND;
+		else
+			keep = query_needs_from(def);
 		if (keep < needed)
 			needed = keep;
 	}
@@ -1053,7 +1074,7 @@ chain_promise(Oid relid, Snapshot snapshot)
 
 	sw_enter_catalog(&cx);
 	sw_spi_exec_snapshot("SELECT CASE WHEN pg_catalog.min(closed_until) > '-infinity'"
-						 " THEN pg_catalog.min(streamwm.window_start(closed_until - size, hop) + hop) END"
+						 " THEN pg_catalog.min(streamwm.window_start(closed_until - size, hop, origin) + hop) END"
 						 " FROM streamwm.query_def WHERE result_stream AND result_table = $1",
 						 1, types, values, NULL, SPI_OK_SELECT, snapshot);
 	d = sw_spi_getdatum(0, 1, &isnull);

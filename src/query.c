@@ -540,19 +540,131 @@ sw_choose_plan(Oid relid, const char *query, int64 hop_us, int64 size_us)
 {
 	const char *why;
 
-	if (sw_pane_engine && sw_pane_plan(relid, query, hop_us, &why) != NULL)
+	/* an ordered query (hop and size NULL, stored as 0) has its own statement */
+	if (size_us == 0)
+		return "general";
+	if (sw_pane_engine && sw_pane_plan(relid, query, hop_us, SW_UNIX_EPOCH, 0, &why) != NULL)
 		return "pane";
 	return "general";
 }
 
 static const Oid general_param_types[3] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID};
 
+/*
+ * An ordered query (SPEC section 11: hop and size NULL): each accepted row
+ * once, when W passes its event time, in (sw_event_time, sw_partition,
+ * sw_offset) order, numbered without gaps.  The stream, read once in the
+ * query's own FROM, becomes the rows with closed_until <= event time < W
+ * (processed, after the start offset, not late), and the query outputs
+ * that row's event time, partition and offset after its own columns:
+ *
+ *	 WITH sw_ins AS (INSERT INTO <result> (seq, event_time, <outputs>)
+ *	   SELECT $5 + row_number() OVER (ORDER BY et, p, o), et, <outputs>
+ *		 FROM (<the query>) sw_x ORDER BY 1 RETURNING seq)
+ *	 SELECT count(*) FROM sw_ins
+ *
+ * $1 start offset, $2 processed offsets, $3 closed_until, $4 W, $5 the rows
+ * emitted so far (query_def.rows_upserted, committed with them).  A row
+ * with event time below closed_until that arrives later is late (W had
+ * passed it), so every accepted row is emitted exactly once, and the
+ * numbering is final.
+ */
+static const Oid ordered_param_types[5] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID,
+TIMESTAMPTZOID, INT8OID};
+
+static char *
+ordered_statement(const SwQueryDef *def)
+{
+	Query	   *q = sw_analyze_window_query(def->query);
+	List	   *cols = sw_ordered_columns(def->stream, def->query);
+	int			rti = sw_ordered_stream_rte(q, def->stream);
+	static const char *const sys[3] = {"sw_event_time", "sw_partition", "sw_offset"};
+	static const char *const alias[3] = {"sw_et", "sw_p", "sw_o"};
+	static const Oid sys_types[3] = {TIMESTAMPTZOID, INT4OID, INT8OID};
+	Oid			types[4] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	StringInfoData sql;
+	StringInfoData names;
+	ListCell   *lc;
+
+	for (int i = 0; i < 3; i++)
+	{
+		AttrNumber	attno = get_attnum(def->stream, sys[i]);
+
+		if (attno == InvalidAttrNumber || get_atttype(def->stream, attno) != sys_types[i])
+			elog(ERROR, "streamwm: stream %s has no column %s of the expected type",
+				 sw_relation_name(def->stream), sys[i]);
+		q->targetList = lappend(q->targetList,
+								makeTargetEntry((Expr *) makeVar(rti, attno, sys_types[i], -1,
+																 InvalidOid, 0),
+												list_length(q->targetList) + 1,
+												pstrdup(alias[i]), false));
+	}
+	(void) sw_replace_stream(q, def->stream,
+							 sw_analyze_internal(psprintf("SELECT %s FROM ONLY %s sw_s"
+														  " WHERE sw_s.sw_offset > $1"
+														  " AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
+														  " AND sw_s.sw_event_time >= $3 AND sw_s.sw_event_time < $4"
+														  " AND %s OFFSET 0",
+														  sw_stream_columns_sql(def->stream, "sw_s"),
+														  sw_relation_name(def->stream),
+														  sw_not_late_sql(def->stream)),
+												 types, lengthof(types)));
+	initStringInfo(&names);
+	foreach(lc, cols)
+		appendStringInfo(&names, ", %s", quote_identifier(((SwOutputColumn *) lfirst(lc))->name));
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "WITH sw_ins AS (INSERT INTO %s AS sw_r (seq, event_time%s)"
+					 " SELECT $5 + pg_catalog.row_number() OVER (ORDER BY sw_x.sw_et, sw_x.sw_p, sw_x.sw_o),"
+					 " sw_x.sw_et",
+					 sw_relation_name(def->result_table), names.data);
+	foreach(lc, cols)
+		appendStringInfo(&sql, ", sw_x.%s", quote_identifier(((SwOutputColumn *) lfirst(lc))->name));
+	appendStringInfo(&sql, " FROM (%s) sw_x(%s, sw_et, sw_p, sw_o) ORDER BY 1 RETURNING sw_r.seq)"
+					 " SELECT pg_catalog.count(*) FROM sw_ins",
+					 sw_deparse_query(q), names.data + 2);
+	return sql.data;
+}
+
+/* Emit an ordered query's rows with closed_until <= event time < W. */
+static void
+ordered_upsert(SwQueryDef *def, SwStepEntry *e, Datum offsets, TimestampTz lo,
+			   TimestampTz hi, int64 *windows, int64 *rows)
+{
+	Datum		values[5];
+	bool		isnull;
+
+	if (!OidIsValid(def->result_table))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("result table %s of query \"%s\" does not exist",
+						def->result_name, def->name)));
+	if (e->plan == NULL)
+	{
+		char	   *sql = ordered_statement(def);
+
+		sw_step_entry_depends(e, sw_query_relids(sw_analyze_window_query(def->query)));
+		sw_check_statement_privileges(sql, 5, ordered_param_types);
+		sw_step_entry_set_statement(e, sql, 5, ordered_param_types, InvalidOid);
+	}
+	values[0] = Int64GetDatum(def->start_offset);
+	values[1] = offsets;
+	values[2] = TimestampTzGetDatum(lo);
+	values[3] = TimestampTzGetDatum(hi);
+	values[4] = Int64GetDatum(def->rows_upserted);
+	if (SPI_execute_plan(e->plan, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "streamwm: statement of ordered query \"%s\" failed", def->name);
+	*rows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+	*windows = *rows;
+	SPI_freetuptable(SPI_tuptable);
+}
+
 /* The pane plan of a query recorded with it; an error if it no longer qualifies. */
 static PanePlan *
 pane_plan_of(const SwQueryDef *def)
 {
 	const char *why;
-	PanePlan   *pp = sw_pane_plan(def->stream, def->query, def->hop_us, &why);
+	PanePlan   *pp = sw_pane_plan(def->stream, def->query, def->hop_us, def->origin,
+									def->processing ? def->size_us : 0, &why);
 
 	if (pp == NULL)
 		ereport(ERROR,
@@ -591,13 +703,13 @@ windows_with_rows(const SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
 	values[1] = offsets;
 	values[2] = TimestampTzGetDatum(lo);
 	values[3] = TimestampTzGetDatum(hi);
-	sw_spi_exec(psprintf("SELECT DISTINCT streamwm.window_start(sw_s.sw_event_time, %s) AS p"
+	sw_spi_exec(psprintf("SELECT DISTINCT %s AS p"
 						 " FROM ONLY %s sw_s WHERE sw_s.sw_offset > $1"
 						 " AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
 						 " AND sw_s.sw_event_time > $3 AND sw_s.sw_event_time < $4 + %s"
 						 " ORDER BY p",
-						 sw_interval_literal(def->hop_us), sw_relation_name(def->stream),
-						 sw_interval_literal(def->size_us)),
+						 sw_window_start_sql("sw_s.sw_event_time", def->hop_us, def->origin),
+						 sw_relation_name(def->stream), sw_interval_literal(def->size_us)),
 				4, types, values, NULL, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -675,7 +787,7 @@ windows_to_refire(const SwQueryDef *def, Datum offsets, TimestampTz floor, Times
 		nulls[2] = 'n';
 	values[3] = TimestampTzGetDatum(floor);
 	values[4] = TimestampTzGetDatum(lo);
-	sw_spi_exec(psprintf("SELECT DISTINCT streamwm.window_start(sw_s.sw_event_time, %s) AS p"
+	sw_spi_exec(psprintf("SELECT DISTINCT %s AS p"
 						 " FROM pg_catalog.unnest($2::pg_catalog.int8[]) WITH ORDINALITY AS sw_o(done, n)"
 						 " CROSS JOIN LATERAL (SELECT sw_r.sw_partition, sw_r.sw_offset, sw_r.sw_event_time"
 						 " FROM ONLY %s sw_r"
@@ -684,7 +796,8 @@ windows_to_refire(const SwQueryDef *def, Datum offsets, TimestampTz floor, Times
 						 " AND sw_r.sw_offset <= sw_o.done) sw_s"
 						 " WHERE sw_s.sw_event_time > $4 AND sw_s.sw_event_time < $5 + %s AND %s"
 						 " ORDER BY p",
-						 sw_interval_literal(def->hop_us), sw_relation_name(def->stream),
+						 sw_window_start_sql("sw_s.sw_event_time", def->hop_us, def->origin),
+						 sw_relation_name(def->stream),
 						 sw_interval_literal(def->size_us), sw_not_late_sql(def->stream)),
 				5, types, values, nulls, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -765,6 +878,11 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 	*windows = 0;
 	*rows = 0;
 	*refired = 0;
+	if (def->size_us == 0)
+	{
+		ordered_upsert(def, e, offsets, lo, hi, windows, rows);
+		return;
+	}
 	if (def->pane)
 	{
 		if (e->pane_plan == NULL)
@@ -894,16 +1012,22 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	def = sw_load_managed_query(name);
-	sw_check_windows_per_row(def->hop_us, def->size_us);
+	if (def->size_us > 0)
+		sw_check_windows_per_row(def->hop_us, def->size_us);
 	sw_enter_role(def->owner, def->search_path, &cx);
 	PG_TRY();
 	{
-		int			nparams = def->pane ? 6 : 3;
+		int			nparams = def->pane ? 6 : def->size_us == 0 ? 5 : 3;
 		const Oid  *types = general_param_types;
 
 		/* the pane plan's state table is made now, as the query's owner */
 		if (def->pane)
 			sql = sw_pane_check(def, pane_plan_of(def), &types);
+		else if (def->size_us == 0)
+		{
+			sql = ordered_statement(def);
+			types = ordered_param_types;
+		}
 		else
 			sql = general_statement(def);
 		/* before planning, which may run the query's IMMUTABLE functions */
@@ -921,7 +1045,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 		values[1] = PointerGetDatum(construct_empty_array(INT8OID));
 		values[2] = TimestampTzGetDatum(DT_NOBEGIN);
 		values[3] = def->pane ? (Datum) 0 : TimestampTzGetDatum(DT_NOBEGIN);
-		values[4] = TimestampTzGetDatum(DT_NOBEGIN);
+		values[4] = def->size_us == 0 ? Int64GetDatum(0) : TimestampTzGetDatum(DT_NOBEGIN);
 		values[5] = TimestampTzGetDatum(DT_NOBEGIN);
 		if (SPI_execute_plan(plan, values, def->pane ? "   n  " : NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not run window query \"%s\"", name);

@@ -35,6 +35,10 @@ typedef struct SwQueryDef
 								 * by then are not the query's */
 	bool		paused;			/* pause_query(): no window closes until resumed */
 	bool		result_stream;	/* result_table is a stream: a chain */
+	TimestampTz origin;			/* windows start at origin + n * hop */
+	int64		rows_upserted;	/* rows written so far (an ordered query's seq) */
+	bool		processing;		/* time_domain 'processing': windows of the
+								 * clock of the step that read the rows */
 } SwQueryDef;
 
 extern List *sw_relation_rtes(Query *q);

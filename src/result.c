@@ -88,13 +88,42 @@ key_can_be_null(Query *q, TargetEntry *tle)
  * Describe the output of a window query: its columns in order, with their
  * types and whether they are GROUP BY keys.  Checks the SPEC's rules.
  */
-List *
-sw_query_columns(Oid relid, const char *query)
+/*
+ * Which top-level range-table entry of q is the stream, for an ordered
+ * query: 0 unless the stream is read exactly once in the whole query, and
+ * that once in its own FROM.
+ */
+int
+sw_ordered_stream_rte(Query *q, Oid relid)
 {
-	Query	   *q = sw_analyze_window_query(query);
+	ListCell   *lc;
+	int			rti = 0;
+
+	if (sw_replace_stream(copyObject(q), relid, NULL) != 1)
+		return 0;
+	foreach(lc, q->rtable)
+	{
+		RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+		if (rte->rtekind == RTE_RELATION && rte->relid == relid)
+			rti = foreach_current_index(lc) + 1;
+	}
+	return rti;
+}
+
+/*
+ * The output columns of a window query (ordered: of an ordered query, SPEC
+ * section 11, which emits each accepted row once instead of aggregating),
+ * after checking its shape.
+ */
+static List *
+output_columns(Query *q, Oid relid, bool ordered)
+{
 	List	   *result = NIL;
 	ListCell   *lc;
 	int			pos = 0;
+	const char *reserved1 = ordered ? "seq" : "window_start";
+	const char *reserved2 = ordered ? "event_time" : "window_end";
 
 	{
 		List	   *relids = sw_query_relids(q);
@@ -118,7 +147,23 @@ sw_query_columns(Oid relid, const char *query)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("window functions are not supported in a window query")));
 
-	if (!q->hasAggs && q->groupClause == NIL)
+	if (ordered)
+	{
+		if (q->hasAggs || q->groupClause != NIL || q->havingQual != NULL ||
+			q->distinctClause != NIL || q->sortClause != NIL ||
+			q->limitCount != NULL || q->limitOffset != NULL || q->setOperations != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a query with hop and size NULL must not aggregate, group, sort, limit or be DISTINCT"),
+					 errdetail("It emits each accepted row of the stream once, in event-time order.")));
+		if (sw_ordered_stream_rte(q, relid) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("a query with hop and size NULL must read stream %s exactly once, in its own FROM",
+							sw_relation_name(relid)),
+					 errdetail("Each output row is ordered by the event time of the stream row it comes from.")));
+	}
+	else if (!q->hasAggs && q->groupClause == NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_GROUPING_ERROR),
 				 errmsg("a window query must aggregate"),
@@ -153,12 +198,11 @@ sw_query_columns(Oid relid, const char *query)
 					(errcode(ERRCODE_INVALID_COLUMN_DEFINITION),
 					 errmsg("output column %d of the query has no name", pos),
 					 errhint("Name it with AS.")));
-		if (strcmp(tle->resname, "window_start") == 0 ||
-			strcmp(tle->resname, "window_end") == 0)
+		if (strcmp(tle->resname, reserved1) == 0 || strcmp(tle->resname, reserved2) == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_DUPLICATE_COLUMN),
-					 errmsg("output column name \"%s\" is reserved for the window bounds",
-							tle->resname)));
+					 errmsg("output column name \"%s\" is reserved for the %s",
+							tle->resname, ordered ? "sequence number and event time" : "window bounds")));
 		foreach(lc2, result)
 		{
 			if (strcmp(((SwOutputColumn *) lfirst(lc2))->name, tle->resname) == 0)
@@ -195,6 +239,20 @@ sw_query_columns(Oid relid, const char *query)
 	return result;
 }
 
+/* The output columns of a window query, after checking its shape. */
+List *
+sw_query_columns(Oid relid, const char *query)
+{
+	return output_columns(sw_analyze_window_query(query), relid, false);
+}
+
+/* The output columns of an ordered query (hop and size NULL). */
+List *
+sw_ordered_columns(Oid relid, const char *query)
+{
+	return output_columns(sw_analyze_window_query(query), relid, true);
+}
+
 /*
  * streamwm._query_columns(stream regclass, query text)
  *	 RETURNS SETOF (colname text, coltype text, is_key boolean)
@@ -206,7 +264,9 @@ streamwm_query_columns(PG_FUNCTION_ARGS)
 	List	   *cols;
 	ListCell   *lc;
 
-	cols = sw_query_columns(PG_GETARG_OID(0), text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	cols = PG_NARGS() > 2 && PG_GETARG_BOOL(2) ?
+		sw_ordered_columns(PG_GETARG_OID(0), text_to_cstring(PG_GETARG_TEXT_PP(1))) :
+		sw_query_columns(PG_GETARG_OID(0), text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	InitMaterializedSRF(fcinfo, 0);
 	foreach(lc, cols)
 	{

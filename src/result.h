@@ -17,6 +17,8 @@ typedef struct SwOutputColumn
 } SwOutputColumn;
 
 extern List *sw_query_columns(Oid relid, const char *query);
+extern List *sw_ordered_columns(Oid relid, const char *query);
+extern int	sw_ordered_stream_rte(Query *q, Oid relid);
 extern char *sw_upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
 								 const char *window_start, const char *result);
 

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  * window.c
- *	  Owns window arithmetic: windows are [n*hop, n*hop + size) on the Unix
- *	  epoch time line, so an event at t belongs to exactly size/hop windows,
- *	  those whose start is one of the size/hop pane starts ending at
- *	  sw_pane_start(t, hop).
+ *	  Owns window arithmetic: windows are [origin + n*hop, origin + n*hop +
+ *	  size) (PostgreSQL's date_bin alignment; the origin is the Unix epoch
+ *	  unless create_query gives another), so an event at t belongs to
+ *	  exactly size/hop windows, those whose start is one of the size/hop
+ *	  pane starts ending at sw_pane_start(t, hop, origin).
  *
  * Intervals are taken as fixed lengths (a day is 86400 s; create_stream and
  * create_query refuse months), so the arithmetic is exact 64-bit integer
@@ -15,16 +16,15 @@
 #include "common/int.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "query.h"
 #include "window.h"
 
 PG_FUNCTION_INFO_V1(streamwm_window_start);
 PG_FUNCTION_INFO_V1(streamwm_pane_windows);
 
-/* Microseconds from 2000-01-01 (PostgreSQL's epoch) back to 1970-01-01. */
-#define SW_UNIX_EPOCH_PG_USEC \
-	(-((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY))
 
 /*
  * An interval as microseconds, a month counted as 30 days.  An interval
@@ -46,16 +46,16 @@ sw_interval_usec(const Interval *span)
 }
 
 /*
- * Start of the epoch-aligned pane [k*hop, (k+1)*hop) that contains t.
+ * Start of the pane [origin + k*hop, origin + (k+1)*hop) that contains t.
  *
- * Computed as t - ((t - epoch) mod hop) with the remainder taken from the
- * two operands' remainders, so that nothing overflows for a t near either
- * end of the timestamp range (t - epoch alone overflows int64 near the
- * end).  A pane start before the first representable timestamp is an
+ * Computed as t - ((t - origin) mod hop) with the remainder taken from the
+ * two operands' remainders, so that nothing overflows for a t or an origin
+ * near either end of the timestamp range (t - origin alone may overflow
+ * int64).  A pane start before the first representable timestamp is an
  * error, not a wrapped-around value.
  */
 TimestampTz
-sw_pane_start(TimestampTz t, int64 hop_us)
+sw_pane_start(TimestampTz t, int64 hop_us, TimestampTz origin)
 {
 	int64		rem;
 	TimestampTz result;
@@ -66,8 +66,8 @@ sw_pane_start(TimestampTz t, int64 hop_us)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("hop must be positive")));
-	/* both remainders are in (-hop, hop) and the epoch is small: no overflow */
-	rem = (t % hop_us) - (SW_UNIX_EPOCH_PG_USEC % hop_us);
+	/* both remainders are in (-hop, hop): no overflow */
+	rem = (t % hop_us) - (origin % hop_us);
 	rem %= hop_us;
 	if (rem < 0)
 		rem += hop_us;
@@ -81,15 +81,40 @@ sw_pane_start(TimestampTz t, int64 hop_us)
 }
 
 /*
- * streamwm.window_start(ts timestamptz, hop interval) RETURNS timestamptz
+ * streamwm.window_start(ts timestamptz, hop interval, origin timestamptz
+ * DEFAULT 'epoch') RETURNS timestamptz: as date_bin(hop, ts, origin).
  */
 Datum
 streamwm_window_start(PG_FUNCTION_ARGS)
 {
 	TimestampTz t = PG_GETARG_TIMESTAMPTZ(0);
 	int64		hop_us = sw_interval_usec(PG_GETARG_INTERVAL_P(1));
+	TimestampTz origin = PG_NARGS() > 2 ? PG_GETARG_TIMESTAMPTZ(2) : SW_UNIX_EPOCH;
 
-	PG_RETURN_TIMESTAMPTZ(sw_pane_start(t, hop_us));
+	if (TIMESTAMP_NOT_FINITE(origin))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("origin must be finite")));
+	PG_RETURN_TIMESTAMPTZ(sw_pane_start(t, hop_us, origin));
+}
+
+/*
+ * The SQL of window_start(ts_sql, hop) for windows aligned at origin: the
+ * two-argument form for the Unix epoch (the default), else the origin as
+ * the epoch plus its offset within a hop, which aligns the same and is
+ * independent of DateStyle and TimeZone.
+ */
+char *
+sw_window_start_sql(const char *ts_sql, int64 hop_us, TimestampTz origin)
+{
+	int64		offset = sw_pane_start(SW_UNIX_EPOCH, hop_us, origin) - SW_UNIX_EPOCH;
+
+	if (offset < 0)
+		offset += hop_us;
+	if (offset == 0)
+		return psprintf("streamwm.window_start(%s, %s)", ts_sql, sw_interval_literal(hop_us));
+	return psprintf("streamwm.window_start(%s, %s, 'epoch'::pg_catalog.timestamptz + %s)",
+					ts_sql, sw_interval_literal(hop_us), sw_interval_literal(offset));
 }
 
 /*

@@ -11,7 +11,9 @@
 # chain (SPEC section 10) over the first stream writes 1 s windows into a
 # stream and sums them per 2 s: equal to the tumbling query.  A write-time
 # stream relies on the heartbeat: when its writers stop, its last windows
-# close with no further event, and equal the recomputation.
+# close with no further event, and equal the recomputation.  Between two
+# crashes the hopping query gets a new text (alter_query): the windows
+# closed before keep the old results, all later ones have the new.
 #
 # STREAMWM_TEST_SCALE (default 1) multiplies the number of crashes: CI runs
 # 6, `STREAMWM_TEST_SCALE=10 bash test/run_tests.sh` runs 60.
@@ -174,6 +176,7 @@ sub state
 	return split /\|/, $row;
 }
 
+my $alter_switch;
 my $w_went_back = 0;
 my $late_lost = 0;
 my $during_closing = 0;
@@ -223,7 +226,19 @@ for my $c (1 .. $crashes)
 	}
 	note("crash $c: W $w_before -> $w_after, late $late_before -> $late_after"
 		  . ($in_closing ? ' (worker was inside a step)' : ''));
+	if ($c == 3)
+	{
+		# alter_query between crashes: windows not closed yet get the new text
+		my $out = $node->safe_psql('postgres', q{
+			BEGIN;
+			SELECT streamwm.alter_query('cs_hop', 'SELECT count(*) AS n, sum(v) * 2 AS s FROM cs');
+			SELECT closed_until FROM streamwm.queries WHERE query = 'cs_hop';
+			COMMIT;});
+		($alter_switch) = grep { /\d/ } split /\n/, $out;
+		note("cs_hop altered at closed_until $alter_switch");
+	}
 }
+ok(defined $alter_switch, 'a query was altered between crashes');
 ok($crashes >= 5, "the postmaster was killed $crashes times");
 note("$during_closing crashes hit the worker inside a step");
 is($w_went_back, 0, 'the watermark after a restart is never below the one before the crash');
@@ -291,7 +306,8 @@ my $accepted = q{(SELECT s.* FROM cs s WHERE NOT EXISTS (
 my $hop_check = qq{
 	WITH acc AS $accepted,
 	model AS (
-	  SELECT ws AS window_start, ws + interval '3 s' AS window_end, count(*) AS n, sum(v) AS s
+	  SELECT ws AS window_start, ws + interval '3 s' AS window_end, count(*) AS n,
+	         CASE WHEN ws + interval '3 s' <= '$alter_switch' THEN sum(v) ELSE sum(v) * 2 END AS s
 	    FROM acc, LATERAL (SELECT streamwm.window_start(acc.sw_event_time, '1 s') - j * interval '1 s' AS ws
 	                         FROM generate_series(0, 2) j) w
 	   GROUP BY ws
@@ -301,7 +317,7 @@ my $hop_check = qq{
 	       (SELECT count(*) FROM (SELECT window_start, window_end, n, s FROM cs_hop EXCEPT SELECT * FROM model) d)};
 my ($windows, $missing, $extra) = split /\|/, $node->safe_psql('postgres', $hop_check);
 ok($windows > 10, "hopping query: $windows windows");
-is($missing, '0', 'hopping query: no window missing or wrong');
+is($missing, '0', 'hopping query: no window missing or wrong (the old text before the alter_query, the new one after)');
 is($extra, '0', 'hopping query: no extra or wrong row');
 
 my $tumble_check = qq{
