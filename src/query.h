@@ -35,6 +35,9 @@ typedef struct SwQueryDef
 								 * by then are not the query's */
 	bool		paused;			/* pause_query(): no window closes until resumed */
 	bool		result_stream;	/* result_table is a stream: a chain */
+	bool		session;		/* a session query (session.c): size_us is the gap */
+	TimestampTz session_from;	/* session: rows before it are done with (DT_NOBEGIN: none) */
+	TimestampTz session_floor;	/* session: no session starting before it is emitted */
 } SwQueryDef;
 
 extern List *sw_relation_rtes(Query *q);
