@@ -38,6 +38,10 @@
 #      q5  SELECT auction, count(*) AS n FROM bids GROUP BY auction,
 #          hop 2 s, size 2 / 10 / 20 / 120 s (size/hop 1, 5, 10, 60)
 #      q7  SELECT max(price) AS p FROM bids, tumbling 10 s
+#      q11 SELECT bidder, count(*) AS n FROM bids GROUP BY bidder, session
+#          windows with gap 10 s (create_session_query; written "q11 10 10"):
+#          its one-pass is gaps-and-islands with window functions over the
+#          plain table; no naive (sessions are not fixed windows)
 #    For each, RUNS times: a fresh stream and query, the N rows COPYed in,
 #    VACUUM ANALYZE, CHECKPOINT (untimed); then streamwm.process('bids',
 #    now => ...) called until streamwm.streams.unprocessed_events is 0,
@@ -194,9 +198,10 @@ wm=$($PSQL -c "SELECT max(event_time) - make_interval(secs => $delay / 1000.0) F
 read -r tmin tmax <<<"$($PSQL -F ' ' -c "SELECT extract(epoch FROM min(event_time))::int8, extract(epoch FROM max(event_time))::int8 FROM plain")"
 read -r nauctions <<<"$($PSQL -c "SELECT count(DISTINCT auction) FROM plain")"
 
-configs=("q5 2 2" "q5 2 10" "q5 2 20" "q5 2 120" "q7 10 10")
+configs=("q5 2 2" "q5 2 10" "q5 2 20" "q5 2 120" "q7 10 10" "q11 10 10")
 query_of() { case $1 in q5) echo "SELECT auction, count(*) AS n FROM bids GROUP BY auction" ;;
-                        q7) echo "SELECT max(price) AS p FROM bids" ;; esac; }
+                        q7) echo "SELECT max(price) AS p FROM bids" ;;
+                        q11) echo "SELECT bidder, count(*) AS n FROM bids GROUP BY bidder" ;; esac; }
 onepass_sql() {   # onepass_SQL Q HOP SIZE
     local w="generate_series(date_bin('$2 s', event_time, 'epoch') - interval '$(( $3 - $2 )) s', date_bin('$2 s', event_time, 'epoch'), interval '$2 s') w"
     case $1 in
@@ -208,6 +213,14 @@ ON CONFLICT (window_start, auction) DO UPDATE SET window_end = EXCLUDED.window_e
 SELECT w, w + interval '$3 s', max(price) FROM plain CROSS JOIN LATERAL $w
  WHERE w + interval '$3 s' <= '$wm' GROUP BY w
 ON CONFLICT (window_start) DO UPDATE SET window_end = EXCLUDED.window_end, p = EXCLUDED.p" ;;
+        q11) echo "INSERT INTO r (window_start, window_end, bidder, n)
+SELECT min(event_time), max(event_time) + interval '$3 s', bidder, count(*) FROM (
+  SELECT bidder, event_time, sum(new) OVER (PARTITION BY bidder ORDER BY event_time ROWS UNBOUNDED PRECEDING) AS sid
+    FROM (SELECT bidder, event_time,
+                 CASE WHEN event_time - lag(event_time) OVER (PARTITION BY bidder ORDER BY event_time)
+                           < interval '$3 s' THEN 0 ELSE 1 END AS new FROM plain) a) b
+ GROUP BY bidder, sid HAVING max(event_time) + interval '$3 s' <= '$wm'
+ON CONFLICT (window_start, bidder) DO UPDATE SET window_end = EXCLUDED.window_end, n = EXCLUDED.n" ;;
     esac
 }
 naive_sql() {   # naive_sql Q SIZE WINDOW_START: one window's statement
@@ -228,7 +241,11 @@ prepare_stream() {   # prepare_stream Q HOP SIZE: fresh stream bids, its query, 
           -c "DROP TABLE IF EXISTS bids" >/dev/null
     $PSQL -c "SELECT streamwm.create_stream('bids', 'auction int8, bidder int8, price int8',
                                             watermark_delay => make_interval(secs => $delay / 1000.0))" \
-          -c "SELECT streamwm.create_query('$1', \$q\$$(query_of "$1")\$q\$, hop => '$2 s', size => '$3 s')" >/dev/null
+          -c "$(if [ "$1" = q11 ]; then
+                    echo "SELECT streamwm.create_session_query('$1', \$q\$$(query_of "$1")\$q\$, gap => '$3 s')"
+                else
+                    echo "SELECT streamwm.create_query('$1', \$q\$$(query_of "$1")\$q\$, hop => '$2 s', size => '$3 s')"
+                fi)" >/dev/null
     $PSQL -c "COPY bids (auction, bidder, price, sw_write_time) FROM STDIN" <"$dir/bids.tsv"
     $PSQL -c "VACUUM ANALYZE bids" -c "CHECKPOINT"
 }
@@ -265,6 +282,8 @@ for cfg in "${configs[@]}"; do
         echo "$q $hop $size $st $op $calls $rows $wins $plan" >>"$dir/proc_times.txt"
     done
     # naive: a sample of the windows W has closed, timed, extrapolated
+    # (sessions are not fixed windows: none for q11)
+    if [ "$q" = q11 ]; then echo "$q $hop $size - - - -" >>"$dir/naive_times.txt"; continue; fi
     $PSQL -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS rn" -c "CREATE TABLE rn (LIKE $q INCLUDING ALL)" -c "CHECKPOINT"
     $PSQL -c "SELECT w FROM generate_series(date_bin('$hop s', to_timestamp($tmin), 'epoch') - interval '$((size - hop)) s',
                                            '$wm'::timestamptz - interval '$size s', interval '$hop s') w" >"$dir/windows.txt"
@@ -334,7 +353,12 @@ for cfg in "${configs[@]}"; do
     opm=$(awk -v q="$q" -v s="$size" '$1 == q && $3 == s { print $5 }' "$dir/proc_times.txt" | med)
     read -r _ _ _ _ _ calls rows wins plan <<<"$(awk -v q="$q" -v s="$size" '$1 == q && $3 == s' "$dir/proc_times.txt" | tail -1)"
     read -r _ _ _ nms ns nw nest <<<"$(awk -v q="$q" -v s="$size" '$1 == q && $3 == s' "$dir/naive_times.txt")"
-    sr=$(rate_of "$nbids" "$stm"); orr=$(rate_of "$nbids" "$opm"); nr=$(rate_of "$nbids" "$nest")
+    sr=$(rate_of "$nbids" "$stm"); orr=$(rate_of "$nbids" "$opm")
+    if [ "$q" = q11 ]; then
+        echo "| $q (session, gap $size s) | - | - | - | $plan | $rows | $stm | $opm | - | $sr | $orr | - | $(ratio "$sr" "$orr") | - | 0 |"
+        continue
+    fi
+    nr=$(rate_of "$nbids" "$nest")
     echo "| $q | $hop s | $size s | $k | $plan | $rows | $stm | $opm | $nest | $sr | $orr | $nr | $(ratio "$sr" "$orr") | $(ratio "$sr" "$nr") | 0 |"
     [ "$q" = q5 ] && echo "$k $sr $orr $nr" >>"$dir/chart.dat"
 done

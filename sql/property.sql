@@ -3,7 +3,9 @@
 -- 9 s: accepted events re-fire closed windows) through the extension,
 -- compared with a small reference model of the SPEC's rules written here in
 -- PL/pgSQL.  Rows arrive when their transaction commits, in the order they
--- were written: the model's order.
+-- were written: the model's order.  A second stream without
+-- allowed_lateness gets the same events (a NULL key for every fourth) and a
+-- session query, compared with a model of sessions.
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 CREATE EXTENSION IF NOT EXISTS streamwm;
@@ -13,7 +15,8 @@ CREATE TEMP TABLE prop_results (seed float8, events int, partitions int, hop int
                late_rows_differ bigint, w_equal boolean, windows bigint, missing bigint, extra bigint,
                pane_missing bigint, pane_extra bigint, general_missing bigint, general_extra bigint,
                expr_windows bigint, expr_differ bigint, plans text,
-               lateness bigint, refired bigint);
+               lateness bigint, refired bigint,
+               gap bigint, session_windows bigint, session_missing bigint, session_extra bigint);
 
 -- A procedure: it commits the rows it writes, in random groups.
 CREATE PROCEDURE prop_trial(seed float8)
@@ -26,6 +29,8 @@ DECLARE
     np int;
     lateness bigint;            -- allowed_lateness, milliseconds
     refired bigint;
+    gap bigint;                 -- the session query's gap, milliseconds
+    session_windows bigint; session_missing bigint; session_extra bigint;
     delay bigint;
     n int;
     clock bigint := 1000000;    -- milliseconds: the model's arithmetic is exact
@@ -48,6 +53,7 @@ BEGIN
     maxes := array_fill(NULL::bigint, ARRAY[np]);
     -- not drawn from random(): the trials keep their sequences
     lateness := (abs(hashint4((seed * 1000)::int + 7)) % 4) * 3000;
+    gap := (ARRAY[1000, 2000, 4000, 8000])[1 + abs(hashint4((seed * 1000)::int + 11)) % 4];
 
     PERFORM streamwm.create_stream('prop_s', 'k int, v int', partitions => np,
                                    watermark_delay => make_interval(secs => delay / 1000),
@@ -74,9 +80,17 @@ BEGIN
     PERFORM streamwm.create_query('prop_q4_on',
         'SELECT k, count(*) FILTER (WHERE v % 2 = 0) AS ev, max(v) - min(v) AS spread, sum(v) * 2 + count(v) AS mix FROM prop_s WHERE v % 5 <> 0 GROUP BY k HAVING count(*) > 1',
         hop => make_interval(secs => hop), size => make_interval(secs => size));
+    -- sessions: a stream without allowed_lateness (session queries refuse it)
+    PERFORM streamwm.create_stream('prop_ss', 'k int, v int', partitions => np,
+                                   watermark_delay => make_interval(secs => delay / 1000),
+                                   idle_timeout => '1 hour');
+    PERFORM streamwm.create_session_query('prop_sq',
+        'SELECT k, count(*) AS n, sum(v) AS s, array_agg(v ORDER BY v) AS vs FROM prop_ss WHERE v % 5 <> 0 GROUP BY k',
+        gap => make_interval(secs => gap / 1000.0));
     SELECT string_agg(q.query || '=' || q.plan, ' ' ORDER BY q.query) INTO plans
       FROM streamwm.queries q WHERE q.query IN ('prop_q', 'prop_q2', 'prop_q3');
-    CREATE TEMP TABLE model_events (i int, p int, t bigint, k int, v int, late boolean);
+    CREATE TEMP TABLE model_events (i int, p int, t bigint, k int, v int, late boolean,
+                                    late0 boolean);
     COMMIT;
 
     FOR i IN 1..n LOOP
@@ -85,7 +99,8 @@ BEGIN
         p := floor(random() * np)::int;
         -- the model: late if t < W - allowed_lateness, every event advances
         -- its partition, W = max(W, min wm)
-        INSERT INTO model_events VALUES (i, p, t, i % 3, i, coalesce(t < w - lateness, false));
+        INSERT INTO model_events VALUES (i, p, t, i % 3, i, coalesce(t < w - lateness, false),
+                                         coalesce(t < w, false));
         IF t < w - lateness THEN late := late + 1; END IF;
         maxes[p + 1] := greatest(maxes[p + 1], t);
         IF array_position(maxes, NULL) IS NULL THEN    -- no partition is still empty
@@ -95,6 +110,8 @@ BEGIN
         -- the extension
         INSERT INTO prop_s (sw_partition, sw_write_time, k, v)
              VALUES (p, 'epoch'::timestamptz + t * interval '1 millisecond', i % 3, i);
+        INSERT INTO prop_ss (sw_partition, sw_write_time, k, v)
+             VALUES (p, 'epoch'::timestamptz + t * interval '1 millisecond', nullif(i % 4, 3), i);
         -- transactions of one to a few rows (not drawn from random(): the
         -- trials keep their sequences)
         IF hashint4(i + (seed * 1000)::int) % 4 <> 0 THEN
@@ -103,10 +120,32 @@ BEGIN
         IF random() < 0.25 THEN
             COMMIT;
             PERFORM streamwm.process('prop_s', now => clock_timestamp());
+            PERFORM streamwm.process('prop_ss', now => clock_timestamp());
         END IF;
     END LOOP;
     COMMIT;
     PERFORM streamwm.process('prop_s', now => clock_timestamp());
+    PERFORM streamwm.process('prop_ss', now => clock_timestamp());
+
+    -- the model's sessions: per key (NULL a key), over the events not late
+    -- with lateness 0 that pass the WHERE, a session starts at an event with
+    -- no other in the gap before it; closed when last + gap <= W
+    CREATE TEMP TABLE model_sessions AS
+    WITH a AS (SELECT nullif(e.i % 4, 3) AS sk, e.t AS st, e.v AS sv FROM model_events e
+                WHERE NOT e.late0 AND e.v % 5 <> 0),
+    b AS (SELECT DISTINCT x.sk, x.st AS first FROM a x
+           WHERE NOT EXISTS (SELECT 1 FROM a y WHERE y.sk IS NOT DISTINCT FROM x.sk
+                               AND y.st < x.st AND y.st > x.st - gap)),
+    c AS (SELECT a.*, (SELECT max(b.first) FROM b WHERE b.sk IS NOT DISTINCT FROM a.sk
+                          AND b.first <= a.st) AS first
+            FROM a)
+    SELECT 'epoch'::timestamptz + c.first * interval '1 millisecond' AS window_start,
+           'epoch'::timestamptz + (max(c.st) + gap) * interval '1 millisecond' AS window_end,
+           c.sk AS k, count(*) AS n, sum(c.sv) AS s, array_agg(c.sv ORDER BY c.sv) AS vs
+      FROM c GROUP BY c.sk, c.first HAVING max(c.st) + gap <= w;
+    SELECT count(*) INTO session_windows FROM prop_sq;
+    SELECT count(*) INTO session_missing FROM (SELECT * FROM model_sessions EXCEPT SELECT * FROM prop_sq) d;
+    SELECT count(*) INTO session_extra FROM (SELECT * FROM prop_sq EXCEPT SELECT * FROM model_sessions) d;
 
     late_model := late;
     SELECT s.late_events, s.watermark INTO late_got, got_w FROM streamwm.streams s
@@ -170,10 +209,13 @@ BEGIN
         (SELECT * FROM prop_q4_on EXCEPT SELECT * FROM model_expr)) d;
 
     PERFORM streamwm.drop_stream('prop_s', cascade => true);
-    DROP TABLE prop_q, prop_q2, prop_q3, prop_q4_off, prop_q4_on, model_events, model_result, model_expr;
+    PERFORM streamwm.drop_stream('prop_ss', cascade => true);
+    DROP TABLE prop_q, prop_q2, prop_q3, prop_q4_off, prop_q4_on, model_events, model_result, model_expr,
+               prop_sq, model_sessions;
     INSERT INTO prop_results VALUES (seed, events, partitions, hop, size, late_model, late_got,
         late_rows_differ, w_equal, windows, missing, extra, pane_missing, pane_extra,
-        general_missing, general_extra, expr_windows, expr_differ, plans, lateness, refired);
+        general_missing, general_extra, expr_windows, expr_differ, plans, lateness, refired,
+        gap, session_windows, session_missing, session_extra);
     COMMIT;
 END $$;
 DO $$BEGIN FOR seed IN 1..12 LOOP CALL prop_trial(seed / 13.0); END LOOP; END$$;
@@ -183,5 +225,6 @@ DO $$BEGIN FOR seed IN 1..12 LOOP CALL prop_trial(seed / 13.0); END LOOP; END$$;
 SELECT round(r.seed * 13)::int AS seed, r.size / r.hop AS ratio, r.lateness / 1000 AS lateness,
        r.refired > 0 AS refired, r.late_model = r.late_got AS late_count_ok, r.late_rows_differ, r.w_equal,
        r.windows > 0 AS has_windows, r.missing, r.extra, r.pane_missing, r.pane_extra,
-       r.general_missing, r.general_extra, r.expr_windows > 0 AS has_expr, r.expr_differ, r.plans
+       r.general_missing, r.general_extra, r.expr_windows > 0 AS has_expr, r.expr_differ, r.plans,
+       r.gap / 1000 AS gap, r.session_windows > 0 AS has_sessions, r.session_missing, r.session_extra
   FROM prop_results r ORDER BY r.seed;

@@ -72,8 +72,8 @@ CREATE TABLE streamwm.query_def (
     last_error      text,
     last_error_time timestamptz,
     errors          bigint NOT NULL DEFAULT 0,
-    plan            text NOT NULL DEFAULT 'general'  -- 'pane' | 'general', decided at create_query
-        CHECK (plan IN ('pane', 'general')),
+    plan            text NOT NULL DEFAULT 'general'  -- 'pane' | 'general', decided at create_query;
+        CHECK (plan IN ('pane', 'general', 'session')), -- 'session': create_session_query
     reads           regclass[],         -- every relation the query reads (src/query_ddl.c)
     pane_table      regclass,           -- pane plan: the partial aggregates per (pane, group)
     pane_stamp      text,               -- what pane_table's contents were built with
@@ -87,7 +87,13 @@ CREATE TABLE streamwm.query_def (
     origin          timestamptz NOT NULL DEFAULT '1970-01-01 00:00:00+00', -- windows start at
                                         -- origin + n * hop (date_bin alignment)
     time_domain     text NOT NULL DEFAULT 'event' -- 'processing': the clock of the step
-        CHECK (time_domain IN ('event', 'processing')) -- that read a row (SPEC section 11)
+        CHECK (time_domain IN ('event', 'processing')), -- that read a row (SPEC section 11)
+    -- session windows (create_session_query, src/session.c); hop = size = gap internally
+    gap             interval,           -- NULL for hopping queries
+    session_from    timestamptz,        -- the first event time of the earliest session still
+                                        -- open, or W: older rows are done with (NULL: all)
+    session_floor   timestamptz         -- 'earliest': sessions starting before this may have
+                                        -- lost rows to retention and are not emitted
 );
 CREATE INDEX ON streamwm.query_def (stream);
 
@@ -893,6 +899,137 @@ END $$;
 CREATE FUNCTION streamwm._check_query(name text) RETURNS void
     AS 'MODULE_PATHNAME', 'streamwm_check_query' LANGUAGE C STRICT;
 
+-- Session windows (SPEC section 11, src/session.c): per group, a maximal
+-- run of accepted events less than gap apart; a session closes when
+-- W >= its last event time + gap.  Same catalog row, steps, views and
+-- retention as create_query; hop and size are stored as the gap.
+CREATE FUNCTION streamwm.create_session_query(
+    name         text,
+    query        text,
+    gap          interval,
+    result_table text DEFAULT NULL,
+    start_from   text DEFAULT 'latest')
+RETURNS regclass
+LANGUAGE sql AS $$
+SELECT streamwm._create_session_query($1, $2, $3, $4, $5,
+                                      pg_catalog.current_setting('search_path'))
+$$;
+
+CREATE FUNCTION streamwm._register_session(name text, gap interval)
+    RETURNS void AS 'MODULE_PATHNAME', 'streamwm_register_session' LANGUAGE C STRICT;
+
+CREATE FUNCTION streamwm._create_session_query(
+    name         text,
+    query        text,
+    gap          interval,
+    result_table text,
+    start_from   text,
+    user_path    text)
+RETURNS regclass
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    s        streamwm.stream_def;
+    rel      regclass;
+    relid    oid;
+    tname    text;
+    cols     record;
+    coldefs  text := '';
+    keys     text[] := ARRAY['window_start'];
+    missing  text;
+    start_at bigint;
+    sid      regclass;
+    bound    text;
+    nullable_key boolean := false;
+BEGIN
+    IF name IS NULL OR name = '' OR query IS NULL THEN
+        RAISE EXCEPTION 'query name and text must not be NULL or empty'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    gap := streamwm._check_interval('gap', gap, false);
+    start_from := lower(coalesce(start_from, 'latest'));
+    IF start_from NOT IN ('latest', 'earliest') THEN
+        RAISE EXCEPTION 'start_from must be ''latest'' or ''earliest'', not ''%''', start_from
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- bound under the caller's search_path once, as create_query does
+    PERFORM pg_catalog.set_config('search_path', user_path, true);
+    sid := streamwm._query_stream(query);
+    bound := streamwm._bind_query(query);
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    s := streamwm._stream_of(sid);
+    IF s.allowed_lateness > interval '0' THEN
+        RAISE EXCEPTION 'stream % has allowed_lateness: session queries over it are not supported', s.stream
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'An event accepted below W could extend or merge sessions that were already closed and emitted.',
+                  HINT = 'Use a stream without allowed_lateness; only hopping queries re-fire windows.';
+    END IF;
+
+    FOR cols IN SELECT * FROM streamwm._query_columns(s.stream, bound) LOOP
+        coldefs := coldefs || format(', %I %s', cols.colname, cols.coltype);
+        IF cols.is_key THEN
+            keys := keys || cols.colname;
+            nullable_key := nullable_key OR cols.nullable;
+        END IF;
+    END LOOP;
+
+    tname := streamwm._qualified_name(coalesce(result_table,
+                 CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
+                 user_path);
+    relid := to_regclass(tname);
+    IF relid IS NOT NULL AND EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = relid) THEN
+        RAISE EXCEPTION 'result table % is a stream', relid::regclass
+            USING ERRCODE = 'wrong_object_type',
+                  DETAIL = 'A session query writes into a table.';
+    END IF;
+    IF relid IS NULL THEN
+        -- keyed (window_start, group keys); a NULL group key is a group
+        EXECUTE format('CREATE TABLE %s (window_start timestamptz NOT NULL, '
+                       'window_end timestamptz NOT NULL%s, %s (%s))',
+                       tname, coldefs,
+                       CASE WHEN nullable_key THEN 'UNIQUE NULLS NOT DISTINCT' ELSE 'PRIMARY KEY' END,
+                       (SELECT string_agg(quote_ident(k), ', ') FROM unnest(keys) k));
+        rel := tname::regclass;
+    ELSE
+        rel := relid;
+        SELECT string_agg(c, ', ') INTO missing
+          FROM unnest(ARRAY['window_start', 'window_end'] ||
+                      ARRAY(SELECT colname FROM streamwm._query_columns(s.stream, bound))) c
+         WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
+                            WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
+                              AND NOT a.attisdropped);
+        IF missing IS NOT NULL THEN
+            RAISE EXCEPTION 'result table % lacks columns: %', rel, missing
+                USING ERRCODE = 'undefined_column';
+        END IF;
+        IF NOT EXISTS (
+            SELECT 1 FROM pg_index i
+             WHERE i.indrelid = rel AND i.indisunique AND i.indpred IS NULL
+               AND i.indexprs IS NULL AND (i.indnullsnotdistinct OR NOT nullable_key)
+               AND (SELECT array_agg(a.attname::text ORDER BY a.attname)
+                      FROM pg_attribute a
+                     WHERE a.attrelid = rel AND a.attnum = ANY (i.indkey::int2[]))
+                   = (SELECT array_agg(k ORDER BY k) FROM unnest(keys) k)) THEN
+            RAISE EXCEPTION 'result table % has no unique index on (%)', rel,
+                array_to_string(keys, ', ')
+                USING ERRCODE = 'invalid_table_definition',
+                      HINT = CASE WHEN nullable_key
+                                  THEN 'A group key can be NULL: the index must be UNIQUE NULLS NOT DISTINCT.'
+                                  ELSE 'Sessions are upserted on their start and the GROUP BY columns.' END;
+        END IF;
+    END IF;
+
+    start_at := streamwm._start_offset(s.stream, start_from);
+    PERFORM streamwm._register_query(name, s.stream, bound, query, gap, gap, rel,
+        start_from, start_at,
+        CASE WHEN start_from = 'latest' THEN s.watermark ELSE '-infinity' END,
+        '1970-01-01 00:00:00+00', 'event');
+    -- make it a session query (plan, gap, where its rows start), then plan it
+    PERFORM streamwm._register_session(name, gap);
+    PERFORM streamwm._check_query(name);
+    RETURN rel;
+END $$;
+
 -- closed_until of a new 'earliest' query: its first window is the first one
 -- all of whose rows retention has kept (SPEC section 8).  Waits for a step
 -- that is moving retained_from to commit.
@@ -1148,8 +1285,8 @@ SELECT d.stream,
 CREATE VIEW streamwm.queries WITH (security_barrier) AS
 SELECT q.name AS query,
        q.stream,
-       NULLIF(q.hop, interval '0') AS hop,   -- NULL: an ordered query (SPEC section 11)
-       NULLIF(q.size, interval '0') AS size,
+       CASE WHEN q.gap IS NULL THEN NULLIF(q.hop, interval '0') END AS hop,   -- NULL: an ordered
+       CASE WHEN q.gap IS NULL THEN NULLIF(q.size, interval '0') END AS size, -- or session query
        coalesce((SELECT c.oid::regclass FROM pg_catalog.pg_class c WHERE c.oid = q.result_table),
                 (SELECT c.oid::regclass FROM pg_catalog.pg_class c
                   WHERE c.oid = to_regclass(q.result_name) AND c.relowner = q.owner)) AS result_table,
@@ -1170,7 +1307,8 @@ SELECT q.name AS query,
             WHEN q.errors > 0 THEN 'failing'
             WHEN l.pending_events > 0 AND s.watermark_stalled IS NOT NULL THEN 'waiting for W'
             ELSE 'running' END AS state,
-       q.paused
+       q.paused,
+       q.gap
   FROM streamwm.query_def q
   JOIN streamwm.stream_def d ON d.stream = q.stream
   CROSS JOIN LATERAL (SELECT pg_catalog.pg_has_role(q.owner, 'USAGE')

@@ -390,6 +390,12 @@ streamwm_alter_query(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	/* only the query's owner (or a member) may: checked before the text is read */
 	def = sw_load_managed_query(name);
+	if (def->session)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot alter session query \"%s\"", name),
+				 errdetail("A session still open holds events read under the old text; it would mix both."),
+				 errhint("Drop it and create a new session query (start_from => 'earliest' reads the retained rows).")));
 	/* the lock order of a step: the stream's catalog row first */
 	(void) sw_lookup_stream(def->stream, true, NULL, NULL);
 	def = sw_load_managed_query(name);
@@ -501,6 +507,12 @@ streamwm_recompute(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot recompute query \"%s\": it emits the stream's rows in order (hop and size NULL)",
 						name)));
+	if (def->session)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot recompute session query \"%s\"", name),
+				 errdetail("A session's extent depends on every event of its group before and after it, not on a time range."),
+				 errhint("Drop it and create it again with start_from => 'earliest'.")));
 	/* a stream is a log: its windows' rows were sent, and cannot be taken back */
 	if (def->result_stream)
 		ereport(ERROR,

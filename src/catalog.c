@@ -18,6 +18,8 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "access/xact.h"
+#include "common/int.h"
 #include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
@@ -1327,7 +1329,7 @@ sw_catalog_stream_queries(Oid relid)
 	return names;
 }
 
-/* Does a query of the general plan read the stream? */
+/* Does a query of the general plan (or a session query) read the stream by event time? */
 bool
 sw_catalog_stream_has_general_query(Oid relid)
 {
@@ -1337,7 +1339,7 @@ sw_catalog_stream_has_general_query(Oid relid)
 
 	sw_spi_exec("SELECT 1 FROM streamwm.query_def"
 				" WHERE stream OPERATOR(pg_catalog.=) $1"
-				" AND plan OPERATOR(pg_catalog.=) 'general' LIMIT 1",
+				" AND plan OPERATOR(pg_catalog.<>) 'pane' LIMIT 1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	general = SPI_processed > 0;
 	SPI_freetuptable(SPI_tuptable);
@@ -1431,7 +1433,8 @@ sw_catalog_load_query(const char *name)
 				" 0::pg_catalog.oid), pane_stamp, folded_offsets,"
 				" (SELECT d.allowed_lateness FROM streamwm.stream_def d"
 				"   WHERE d.stream = query_def.stream), start_closed_until, paused, result_stream,"
-				" origin, rows_upserted, time_domain = 'processing'"
+				" origin, rows_upserted, time_domain = 'processing',"
+				" coalesce(session_from, '-infinity'), coalesce(session_floor, '-infinity')"
 				" FROM streamwm.query_def WHERE name = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -1468,6 +1471,9 @@ sw_catalog_load_query(const char *name)
 	/* nothing is late in processing time: nothing re-fires either */
 	if (def->processing)
 		def->lateness_us = 0;
+	def->session = strcmp(TextDatumGetCString(sw_spi_getdatum(0, 13, &isnull)), "session") == 0;
+	def->session_from = DatumGetTimestampTz(sw_spi_getdatum(0, 24, &isnull));
+	def->session_floor = DatumGetTimestampTz(sw_spi_getdatum(0, 25, &isnull));
 	return def;
 }
 
@@ -1862,4 +1868,104 @@ sw_catalog_stream_holder_pid(Oid relid)
 			pid = DatumGetInt32(d);
 	}
 	return pid;
+}
+
+/*
+ * A session query's step (session.c): the rows it is done with end at
+ * session_from (the start of its earliest open session, or W).  In the
+ * step's subtransaction, with closed_until.  As the catalog's owner.
+ */
+void
+sw_catalog_record_session_from(const char *name, TimestampTz session_from)
+{
+	SwRoleContext cx;
+	Oid			types[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = TimestampTzGetDatum(session_from);
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.query_def SET session_from = $2 WHERE name = $1",
+				2, types, values, NULL, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
+}
+
+/*
+ * Make the query just registered in this transaction (by
+ * _create_session_query) a session query: its plan, gap, where its rows
+ * start and, for 'earliest', the first session start whose rows retention
+ * cannot have touched.  A query registered earlier, or already a session
+ * query, is refused: its state was built for hopping windows.  The caller
+ * manages the query and is connected to SPI.
+ */
+void
+sw_catalog_make_session(const char *name, Datum gap, int64 gap_us)
+{
+	SwRoleContext cx;
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+	Oid			utypes[4] = {TEXTOID, INTERVALOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		uvalues[4];
+	char		unulls[4] = {' ', ' ', ' ', ' '};
+	bool		isnull;
+	TransactionId xmin;
+	bool		earliest;
+	Oid			stream;
+	TimestampTz closed_until;
+	TimestampTz retained_from;
+
+	values[0] = CStringGetTextDatum(name);
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT xmin, plan OPERATOR(pg_catalog.=) 'session', start_from"
+				" OPERATOR(pg_catalog.=) 'earliest', stream, closed_until,"
+				" hop OPERATOR(pg_catalog.=) size"
+				" FROM streamwm.query_def WHERE name = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("query \"%s\" does not exist", name)));
+	xmin = DatumGetTransactionId(sw_spi_getdatum(0, 1, &isnull));
+	if (!TransactionIdIsCurrentTransactionId(xmin) ||
+		DatumGetBool(sw_spi_getdatum(0, 2, &isnull)) ||
+		!DatumGetBool(sw_spi_getdatum(0, 6, &isnull)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("query \"%s\" cannot be made a session query", name),
+				 errhint("Use streamwm.create_session_query().")));
+	earliest = DatumGetBool(sw_spi_getdatum(0, 3, &isnull));
+	stream = DatumGetObjectId(sw_spi_getdatum(0, 4, &isnull));
+	closed_until = DatumGetTimestampTz(sw_spi_getdatum(0, 5, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+
+	uvalues[0] = values[0];
+	uvalues[1] = gap;
+	if (earliest)
+	{
+		/*
+		 * Every retained row; a session that starts less than gap after
+		 * the rows retention removed may have lost its first events.  The
+		 * stream's row is read FOR SHARE: a step removing rows commits
+		 * first (as for a hopping 'earliest' query).
+		 */
+		retained_from = sw_catalog_retained_from(stream);
+		unulls[2] = 'n';
+		if (TIMESTAMP_NOT_FINITE(retained_from) ||
+			pg_add_s64_overflow(retained_from, gap_us, &retained_from) ||
+			!IS_VALID_TIMESTAMP(retained_from))
+			unulls[3] = 'n';
+		else
+			uvalues[3] = TimestampTzGetDatum(retained_from);
+	}
+	else
+	{
+		/* rows after the query's start are accepted at or above W */
+		uvalues[2] = TimestampTzGetDatum(closed_until);
+		unulls[3] = 'n';
+	}
+	sw_spi_exec("UPDATE streamwm.query_def SET plan = 'session',"
+				" gap = $2,"
+				" session_from = $3, session_floor = $4 WHERE name = $1",
+				4, utypes, uvalues, unulls, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
 }

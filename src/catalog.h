@@ -120,6 +120,8 @@ extern void sw_catalog_query_succeeded(const char *name, TimestampTz closed_unti
 									   int64 windows, int64 rows, Oid result_table,
 									   int64 refired);
 extern void sw_catalog_record_read(const char *name, Datum offsets);
+extern void sw_catalog_record_session_from(const char *name, TimestampTz session_from);
+extern void sw_catalog_make_session(const char *name, Datum gap, int64 gap_us);
 extern void sw_catalog_query_failed(const char *name, const char *message,
 									bool drop_pane_state);
 extern void sw_catalog_record_panes(const char *name, Oid pane_table,

@@ -82,6 +82,7 @@
 #include "process.h"
 #include "purge.h"
 #include "query.h"
+#include "session.h"
 #include "watermark.h"
 #include "window.h"
 
@@ -677,11 +678,18 @@ close_windows(SwQueryDef *def, TimestampTz upto, Datum offsets)
 		sw_enter_role(def->owner, def->search_path, &qcx);
 		/* streamwm.query_timeout covers building, planning and running it */
 		sw_query_timeout_enable();
-		sw_upsert_windows(def, offsets,
-						  TIMESTAMP_IS_NOBEGIN(def->closed_until) ?
-						  DT_NOBEGIN : def->closed_until - def->size_us,
-						  upto - def->size_us,
-						  &windows, &rows, &refired);
+		if (def->session)
+		{
+			/* session windows (session.c): those ending in (closed_until, W] */
+			sw_session_upsert_windows(def, offsets, upto, &windows, &rows);
+			refired = 0;
+		}
+		else
+			sw_upsert_windows(def, offsets,
+							  TIMESTAMP_IS_NOBEGIN(def->closed_until) ?
+							  DT_NOBEGIN : def->closed_until - def->size_us,
+							  upto - def->size_us,
+							  &windows, &rows, &refired);
 		sw_query_timeout_disable();
 		/* a timeout that fired just before it was disabled fails here */
 		CHECK_FOR_INTERRUPTS();
@@ -784,6 +792,9 @@ query_needs_from(const SwQueryDef *def)
 {
 	TimestampTz keep;
 
+	/* a session query: the first event of its earliest open session, or W */
+	if (def->session)
+		return def->session_from;
 	if (TIMESTAMP_IS_NOBEGIN(def->closed_until) ||
 		pg_sub_s64_overflow(def->closed_until, def->size_us, &keep) ||
 		pg_sub_s64_overflow(keep, def->lateness_us, &keep) ||

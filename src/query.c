@@ -55,6 +55,7 @@
 #include "pane.h"
 #include "query.h"
 #include "result.h"
+#include "session.h"
 #include "step_cache.h"
 #include "window.h"
 
@@ -983,7 +984,9 @@ streamwm_window_sql(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	def = sw_load_managed_query(name);
 	sw_enter_role(def->owner, def->search_path, &cx);
-	if (def->pane && OidIsValid(def->pane_table))
+	if (def->session)
+		sql = sw_session_statement(def);
+	else if (def->pane && OidIsValid(def->pane_table))
 		sql = sw_pane_statement(def, pane_plan_of(def));
 	else if (def->pane)
 		sql = "(made at the query's first step)";
@@ -1012,43 +1015,52 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	def = sw_load_managed_query(name);
-	if (def->size_us > 0)
+	if (def->size_us > 0 && !def->session)
 		sw_check_windows_per_row(def->hop_us, def->size_us);
 	sw_enter_role(def->owner, def->search_path, &cx);
 	PG_TRY();
 	{
-		int			nparams = def->pane ? 6 : def->size_us == 0 ? 5 : 3;
-		const Oid  *types = general_param_types;
-
-		/* the pane plan's state table is made now, as the query's owner */
-		if (def->pane)
-			sql = sw_pane_check(def, pane_plan_of(def), &types);
-		else if (def->size_us == 0)
+		if (def->session)
 		{
-			sql = ordered_statement(def);
-			types = ordered_param_types;
+			/* session.c: its own statement, planned and run over no rows */
+			sw_session_check(def);
 		}
 		else
-			sql = general_statement(def);
-		/* before planning, which may run the query's IMMUTABLE functions */
-		sw_check_statement_privileges(sql, nparams, types);
-		plan = SPI_prepare(sql, nparams, (Oid *) types);
-		if (plan == NULL)
-			elog(ERROR, "could not plan window query \"%s\": %s", name,
-				 SPI_result_code_string(SPI_result));
+		{
+			int			nparams = def->pane ? 6 : def->size_us == 0 ? 5 : 3;
+			const Oid  *types = general_param_types;
 
-		/*
-		 * Run it over no window at all: planning does not check privileges,
-		 * starting the executor does, for every table the query reads.
-		 */
-		values[0] = Int64GetDatum(0);
-		values[1] = PointerGetDatum(construct_empty_array(INT8OID));
-		values[2] = TimestampTzGetDatum(DT_NOBEGIN);
-		values[3] = def->pane ? (Datum) 0 : TimestampTzGetDatum(DT_NOBEGIN);
-		values[4] = def->size_us == 0 ? Int64GetDatum(0) : TimestampTzGetDatum(DT_NOBEGIN);
-		values[5] = TimestampTzGetDatum(DT_NOBEGIN);
-		if (SPI_execute_plan(plan, values, def->pane ? "   n  " : NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not run window query \"%s\"", name);
+			/* the pane plan's state table is made now, as the query's owner */
+			if (def->pane)
+				sql = sw_pane_check(def, pane_plan_of(def), &types);
+			else if (def->size_us == 0)
+			{
+				sql = ordered_statement(def);
+				types = ordered_param_types;
+			}
+			else
+				sql = general_statement(def);
+			/* before planning, which may run the query's IMMUTABLE functions */
+			sw_check_statement_privileges(sql, nparams, types);
+			plan = SPI_prepare(sql, nparams, (Oid *) types);
+			if (plan == NULL)
+				elog(ERROR, "could not plan window query \"%s\": %s", name,
+					 SPI_result_code_string(SPI_result));
+
+			/*
+			 * Run it over no window at all: planning does not check
+			 * privileges, starting the executor does, for every table the
+			 * query reads.
+			 */
+			values[0] = Int64GetDatum(0);
+			values[1] = PointerGetDatum(construct_empty_array(INT8OID));
+			values[2] = TimestampTzGetDatum(DT_NOBEGIN);
+			values[3] = def->pane ? (Datum) 0 : TimestampTzGetDatum(DT_NOBEGIN);
+			values[4] = def->size_us == 0 ? Int64GetDatum(0) : TimestampTzGetDatum(DT_NOBEGIN);
+			values[5] = TimestampTzGetDatum(DT_NOBEGIN);
+			if (SPI_execute_plan(plan, values, def->pane ? "   n  " : NULL, false, 0) != SPI_OK_SELECT)
+				elog(ERROR, "could not run window query \"%s\"", name);
+		}
 	}
 	PG_CATCH();
 	{

@@ -39,6 +39,9 @@ typedef struct SwQueryDef
 	int64		rows_upserted;	/* rows written so far (an ordered query's seq) */
 	bool		processing;		/* time_domain 'processing': windows of the
 								 * clock of the step that read the rows */
+	bool		session;		/* a session query (session.c): size_us is the gap */
+	TimestampTz session_from;	/* session: rows before it are done with (DT_NOBEGIN: none) */
+	TimestampTz session_floor;	/* session: no session starting before it is emitted */
 } SwQueryDef;
 
 extern List *sw_relation_rtes(Query *q);

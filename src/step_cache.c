@@ -85,7 +85,7 @@ same_definition(const SwStepEntry *e, const SwQueryDef *def)
 		strcmp(e->search_path, def->search_path) == 0 &&
 		e->stream == def->stream && e->hop_us == def->hop_us &&
 		e->size_us == def->size_us && e->result_table == def->result_table &&
-		e->owner == def->owner && e->pane == def->pane;
+		e->owner == def->owner && e->pane == def->pane && e->session == def->session;
 }
 
 /*
@@ -135,6 +135,7 @@ sw_step_entry(const SwQueryDef *def)
 	e->result_table = def->result_table;
 	e->owner = def->owner;
 	e->pane = def->pane;
+	e->session = def->session;
 	e->relids = list_make2_oid(def->stream, def->result_table);
 	MemoryContextSwitchTo(CacheMemoryContext);
 	entries = lappend(entries, e);

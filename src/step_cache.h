@@ -21,6 +21,7 @@ typedef struct SwStepEntry
 	Oid			result_table;
 	Oid			owner;
 	bool		pane;
+	bool		session;
 	List	   *relids;			/* relations whose change makes it stale */
 	bool		stale;
 	MemoryContext cxt;			/* everything below lives here */

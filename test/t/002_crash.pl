@@ -13,7 +13,9 @@
 # stream relies on the heartbeat: when its writers stop, its last windows
 # close with no further event, and equal the recomputation.  Between two
 # crashes the hopping query gets a new text (alter_query): the windows
-# closed before keep the old results, all later ones have the new.
+# closed before keep the old results, all later ones have the new.  A session
+# query (SPEC section 11, gap 300 ms, a NULL group among 20) over the first
+# stream must equal sessions recomputed from its accepted rows.
 #
 # STREAMWM_TEST_SCALE (default 1) multiplies the number of crashes: CI runs
 # 6, `STREAMWM_TEST_SCALE=10 bash test/run_tests.sh` runs 60.
@@ -49,6 +51,9 @@ $node->safe_psql('postgres', q{
 	                             hop => '1 s', size => '3 s');
 	SELECT streamwm.create_query('cs_tumble', 'SELECT k, count(*) AS n, sum(v) AS s FROM cs GROUP BY k',
 	                             hop => '2 s', size => '2 s');
+	SELECT streamwm.create_session_query('cs_sess',
+	    'SELECT nullif(v % 20, 0) AS g, count(*) AS n, sum(v) AS s FROM cs GROUP BY nullif(v % 20, 0)',
+	    gap => '300 ms');
 	SELECT streamwm.create_stream('cl', 'k int, v int, et timestamptz',
 	                              partitions => 2, event_time => 'et',
 	                              watermark_delay => '1 s', watermark_granularity => '100 ms',
@@ -336,6 +341,28 @@ my $tumble_check = qq{
 ok($windows > 10, "tumbling query: $windows rows");
 is($missing, '0', 'tumbling query: no row missing or wrong');
 is($extra, '0', 'tumbling query: no extra or wrong row');
+
+# the session query: sessions per group (NULL a group) recomputed from the
+# accepted rows another way (a session starts at an event with no other of
+# its group in the 300 ms before it), those closed by its closed_until
+my $sess_check = qq{
+	WITH acc AS (SELECT nullif(v % 20, 0) AS g, sw_event_time AS t, v FROM $accepted a),
+	st AS (SELECT DISTINCT x.g, x.t AS first FROM acc x
+	        WHERE NOT EXISTS (SELECT 1 FROM acc y WHERE y.g IS NOT DISTINCT FROM x.g
+	                            AND y.t < x.t AND y.t > x.t - interval '300 ms')),
+	m AS (SELECT acc.*, (SELECT max(st.first) FROM st WHERE st.g IS NOT DISTINCT FROM acc.g
+	                       AND st.first <= acc.t) AS first FROM acc),
+	model AS (
+	  SELECT first AS window_start, max(t) + interval '300 ms' AS window_end, g, count(*) AS n, sum(v) AS s
+	    FROM m GROUP BY g, first
+	  HAVING max(t) + interval '300 ms' <= (SELECT closed_until FROM streamwm.queries WHERE query = 'cs_sess'))
+	SELECT (SELECT count(*) FROM model),
+	       (SELECT count(*) FROM (SELECT * FROM model EXCEPT SELECT window_start, window_end, g, n, s FROM cs_sess) d),
+	       (SELECT count(*) FROM (SELECT window_start, window_end, g, n, s FROM cs_sess EXCEPT SELECT * FROM model) d)};
+($windows, $missing, $extra) = split /\|/, $node->safe_psql('postgres', $sess_check);
+ok($windows > 10, "session query: $windows sessions");
+is($missing, '0', 'session query: no session missing or wrong');
+is($extra, '0', 'session query: no extra or wrong session');
 
 # the chain: windows of windows equal the direct tumbling query
 ok($node->poll_query_until('postgres', q{
