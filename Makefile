@@ -20,7 +20,8 @@ OBJS = \
 	src/guard.o \
 	src/purge.o \
 	src/query_ddl.o \
-	src/alter.o
+	src/alter.o \
+	src/count.o
 
 EXTENSION = streamwm
 DATA = sql/streamwm--0.1.sql

@@ -393,6 +393,12 @@ streamwm_alter_query(PG_FUNCTION_ARGS)
 	/* the lock order of a step: the stream's catalog row first */
 	(void) sw_lookup_stream(def->stream, true, NULL, NULL);
 	def = sw_load_managed_query(name);
+	if (def->count)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot alter count query \"%s\"", name),
+				 errdetail("Its windows are numbered by the events its text selects; a new text would number them differently."),
+				 errhint("Drop it and create it again with streamwm.create_count_query().")));
 
 	/* bound as create_query binds it: under the caller's search_path, as the caller */
 	nestlevel = NewGUCNestLevel();
@@ -489,6 +495,12 @@ streamwm_recompute(PG_FUNCTION_ARGS)
 	if (!sw_lookup_stream(def->stream, true, NULL, &np))
 		sw_not_a_stream(def->stream);
 	def = sw_load_managed_query(name);
+	if (def->count)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot recompute count query \"%s\"", name),
+				 errdetail("Its windows are runs of events numbered from the query's start, not time ranges; "
+						   "retention has removed the rows that fixed their numbering.")));
 	/* a stream is a log: its windows' rows were sent, and cannot be taken back */
 	if (def->result_stream)
 		ereport(ERROR,

@@ -1330,7 +1330,7 @@ sw_catalog_stream_has_general_query(Oid relid)
 
 	sw_spi_exec("SELECT 1 FROM streamwm.query_def"
 				" WHERE stream OPERATOR(pg_catalog.=) $1"
-				" AND plan OPERATOR(pg_catalog.=) 'general' LIMIT 1",
+				" AND plan OPERATOR(pg_catalog.=) ANY ('{general,count}'::pg_catalog.text[]) LIMIT 1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	general = SPI_processed > 0;
 	SPI_freetuptable(SPI_tuptable);
@@ -1423,7 +1423,8 @@ sw_catalog_load_query(const char *name)
 				" coalesce((SELECT c.oid FROM pg_catalog.pg_class c WHERE c.oid = pane_table),"
 				" 0::pg_catalog.oid), pane_stamp, folded_offsets,"
 				" (SELECT d.allowed_lateness FROM streamwm.stream_def d"
-				"   WHERE d.stream = query_def.stream), start_closed_until, paused, result_stream"
+				"   WHERE d.stream = query_def.stream), start_closed_until, paused, result_stream,"
+				" count_size, count_slide, count_needs"
 				" FROM streamwm.query_def WHERE name = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -1432,8 +1433,11 @@ sw_catalog_load_query(const char *name)
 	def->name = pstrdup(name);
 	def->stream = DatumGetObjectId(sw_spi_getdatum(0, 1, &isnull));
 	def->query = TextDatumGetCString(sw_spi_getdatum(0, 2, &isnull));
-	def->hop_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 3, &isnull)));
-	def->size_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 4, &isnull)));
+	/* a count query has neither */
+	d = sw_spi_getdatum(0, 3, &isnull);
+	def->hop_us = isnull ? 0 : sw_interval_usec(DatumGetIntervalP(d));
+	d = sw_spi_getdatum(0, 4, &isnull);
+	def->size_us = isnull ? 0 : sw_interval_usec(DatumGetIntervalP(d));
 	def->result_table = DatumGetObjectId(sw_spi_getdatum(0, 5, &isnull));
 	def->start_offset = DatumGetInt64(sw_spi_getdatum(0, 6, &isnull));
 	def->search_path = TextDatumGetCString(sw_spi_getdatum(0, 7, &isnull));
@@ -1454,6 +1458,13 @@ sw_catalog_load_query(const char *name)
 	def->start_closed = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
 	def->paused = DatumGetBool(sw_spi_getdatum(0, 19, &isnull));
 	def->result_stream = DatumGetBool(sw_spi_getdatum(0, 20, &isnull));
+	d = sw_spi_getdatum(0, 21, &isnull);
+	def->count = !isnull;
+	def->count_size = isnull ? 0 : DatumGetInt32(d);
+	d = sw_spi_getdatum(0, 22, &isnull);
+	def->count_slide = isnull ? 0 : DatumGetInt32(d);
+	d = sw_spi_getdatum(0, 23, &isnull);
+	def->count_needs = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
 	return def;
 }
 
@@ -1480,6 +1491,47 @@ sw_catalog_record_panes(const char *name, Oid pane_table, const char *stamp,
 	sw_spi_exec("UPDATE streamwm.query_def SET pane_table = $2, pane_stamp = $3,"
 				" folded_offsets = $4 WHERE name = $1",
 				4, ctypes, cvalues, cnulls, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
+}
+
+/*
+ * Make a query _register_query has just recorded a count query (count.c):
+ * plan 'count', no hop or size, its window size and slide in events.  As
+ * the catalog's owner.
+ */
+void
+sw_catalog_make_count_query(const char *name, int32 size, int32 slide)
+{
+	SwRoleContext cx;
+	Oid			types[3] = {TEXTOID, INT4OID, INT4OID};
+	Datum		values[3];
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = Int32GetDatum(size);
+	values[2] = Int32GetDatum(slide);
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.query_def SET plan = 'count', hop = NULL, size = NULL,"
+				" count_size = $2, count_slide = $3, count_needs = NULL WHERE name = $1",
+				3, types, values, NULL, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
+}
+
+/*
+ * A count query's step records the earliest event time it still needs
+ * (retention keeps every row from there on).  As the catalog's owner.
+ */
+void
+sw_catalog_record_count_needs(const char *name, TimestampTz needs)
+{
+	SwRoleContext cx;
+	Oid			types[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = TimestampTzGetDatum(needs);
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.query_def SET count_needs = $2 WHERE name = $1",
+				2, types, values, NULL, SPI_OK_UPDATE);
 	sw_leave_role(&cx);
 }
 

@@ -784,6 +784,10 @@ query_needs_from(const SwQueryDef *def)
 {
 	TimestampTz keep;
 
+	/* a count query: rows from its earliest incomplete window on (count.c) */
+	if (def->count)
+		return TIMESTAMP_IS_NOBEGIN(def->count_needs) ?
+			def->closed_until : Min(def->count_needs, def->closed_until);
 	if (TIMESTAMP_IS_NOBEGIN(def->closed_until) ||
 		pg_sub_s64_overflow(def->closed_until, def->size_us, &keep) ||
 		pg_sub_s64_overflow(keep, def->lateness_us, &keep) ||

@@ -51,6 +51,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "count.h"
 #include "limit.h"
 #include "pane.h"
 #include "query.h"
@@ -765,6 +766,11 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 	*windows = 0;
 	*rows = 0;
 	*refired = 0;
+	if (def->count)
+	{
+		sw_count_upsert_windows(def, offsets, lo, hi, windows, rows);
+		return;
+	}
 	if (def->pane)
 	{
 		if (e->pane_plan == NULL)

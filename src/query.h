@@ -35,6 +35,12 @@ typedef struct SwQueryDef
 								 * by then are not the query's */
 	bool		paused;			/* pause_query(): no window closes until resumed */
 	bool		result_stream;	/* result_table is a stream: a chain */
+	bool		count;			/* a count query (count.c): hop_us and size_us are 0,
+								 * pane_table is its state table */
+	int64		count_size;		/* count query: events per window */
+	int64		count_slide;	/* count query: events from one window to the next */
+	TimestampTz count_needs;	/* count query: rows from here on are still needed
+								 * (DT_NOBEGIN before its first step: closed_until) */
 } SwQueryDef;
 
 extern List *sw_relation_rtes(Query *q);
