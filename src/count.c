@@ -557,6 +557,15 @@ streamwm_set_count_windows(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	def = sw_load_managed_query(name);
+	/* only what _create_count_query has just registered, never another query */
+	if (def->count || def->hop_us != 1 || def->size_us != 1 || OidIsValid(def->pane_table) ||
+		!TIMESTAMP_IS_NOBEGIN(def->count_needs) || def->result_stream ||
+		!OidIsValid(def->result_table) ||
+		get_attnum(def->result_table, "window_seq") == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("query \"%s\" cannot be made a count query", name),
+				 errhint("Use streamwm.create_count_query().")));
 	nestlevel = sw_enter_safe_path();
 	(void) count_shape(def->stream, def->query);
 	sw_leave_safe_path(nestlevel);
