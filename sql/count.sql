@@ -174,6 +174,13 @@ SELECT query, windows_emitted, rows_upserted, last_error, state FROM streamwm.qu
 -- a group's last, incomplete window waits: not emitted, its rows retained
 SELECT sw_k1 AS k, sw_count, sw_next, sw_keep_t IS NOT NULL AS has_open_window FROM cw_a_t_count ORDER BY 1;
 
+-- start_from => 'earliest': every retained row is numbered, from the first
+SELECT streamwm.create_count_query('cw_a_e',
+  'SELECT k, count(*) AS n, sum(v) AS total, array_agg(v ORDER BY v) AS vs FROM cw_a WHERE v <> 5 GROUP BY k',
+  3, start_from => 'earliest');
+SELECT streamwm.process('cw_a', now => now());
+SELECT cw_diff('cw_a_e', 'cw_model_t') AS diff_earliest, (SELECT count(*) FROM cw_a_e) AS windows;
+
 -- 3. alter_query and recompute are refused; drop_query drops the state table
 SELECT streamwm.alter_query('cw_b_t', 'SELECT k, count(*) AS n FROM cw_b GROUP BY k');
 SELECT streamwm.recompute('cw_b_t', '-infinity', 'infinity');
