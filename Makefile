@@ -21,13 +21,14 @@ OBJS = \
 	src/purge.o \
 	src/query_ddl.o \
 	src/alter.o \
-	src/session.o
+	src/session.o \
+	src/count.o
 
 EXTENSION = streamwm
 DATA = sql/streamwm--0.1.sql
 PGFILEDESC = "streamwm - event-time stream processing"
 
-REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl panes engine extension_aggs aggstate_attack commit_order heartbeat controls chain lateness alter_query recompute origin ordered processing_time session
+REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl panes engine extension_aggs aggstate_attack commit_order heartbeat controls chain lateness alter_query recompute origin ordered processing_time session count
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
 ISOLATION = concurrent_writers concurrent_process commit_order idle_holds renumber heartbeat notify alter_query
 ISOLATION_OPTS = --inputdir=test --outputdir=test/results

@@ -43,7 +43,8 @@ SELECT window_start, window_end, n FROM pt_hop ORDER BY 1;
 SELECT query, closed_until FROM streamwm.queries WHERE stream = 'pt_s'::regclass ORDER BY 1;
 -- in event time, 50 was late
 SELECT late_events FROM streamwm.streams WHERE stream = 'pt_s'::regclass;
--- a step at an earlier clock closes nothing and moves nothing
+-- a step at an earlier clock closes nothing and moves nothing; what it
+-- read counts at the query's clock (closed_until, 00:00:25: window [20, 30))
 CALL pt_step('{107}', '2030-01-01 00:00:20+00');
 SELECT query, closed_until FROM streamwm.queries WHERE query = 'pt_q';
 CALL pt_step('{108}', '2030-01-01 00:00:31+00');

@@ -5,7 +5,9 @@
 -- PL/pgSQL.  Rows arrive when their transaction commits, in the order they
 -- were written: the model's order.  A second stream without
 -- allowed_lateness gets the same events (a NULL key for every fourth) and a
--- session query, compared with a model of sessions.
+-- session query, compared with a model of sessions; a third (prop_c) gets
+-- them too, with a count-window query of random size and slide (SPEC
+-- section 11), compared with the events numbered from scratch.
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 CREATE EXTENSION IF NOT EXISTS streamwm;
@@ -16,7 +18,9 @@ CREATE TEMP TABLE prop_results (seed float8, events int, partitions int, hop int
                pane_missing bigint, pane_extra bigint, general_missing bigint, general_extra bigint,
                expr_windows bigint, expr_differ bigint, plans text,
                lateness bigint, refired bigint,
-               gap bigint, session_windows bigint, session_missing bigint, session_extra bigint);
+               gap bigint, session_windows bigint, session_missing bigint, session_extra bigint,
+               count_size int, count_slide int, count_windows bigint, count_missing bigint,
+               count_extra bigint);
 
 -- A procedure: it commits the rows it writes, in random groups.
 CREATE PROCEDURE prop_trial(seed float8)
@@ -31,6 +35,7 @@ DECLARE
     refired bigint;
     gap bigint;                 -- the session query's gap, milliseconds
     session_windows bigint; session_missing bigint; session_extra bigint;
+    count_size int; count_slide int; count_windows bigint; count_missing bigint; count_extra bigint;
     delay bigint;
     n int;
     clock bigint := 1000000;    -- milliseconds: the model's arithmetic is exact
@@ -54,11 +59,20 @@ BEGIN
     -- not drawn from random(): the trials keep their sequences
     lateness := (abs(hashint4((seed * 1000)::int + 7)) % 4) * 3000;
     gap := (ARRAY[1000, 2000, 4000, 8000])[1 + abs(hashint4((seed * 1000)::int + 11)) % 4];
+    -- count windows: 1 to 7 events, every 1 to 8 (overlapping, tumbling or with gaps)
+    count_size := 1 + abs(hashint4((seed * 1000)::int + 11)) % 7;
+    count_slide := 1 + abs(hashint4((seed * 1000)::int + 13)) % 8;
 
     PERFORM streamwm.create_stream('prop_s', 'k int, v int', partitions => np,
                                    watermark_delay => make_interval(secs => delay / 1000),
                                    idle_timeout => '1 hour',
                                    allowed_lateness => make_interval(secs => lateness / 1000));
+    PERFORM streamwm.create_stream('prop_c', 'k int, v int', partitions => np,
+                                   watermark_delay => make_interval(secs => delay / 1000),
+                                   idle_timeout => '1 hour');
+    PERFORM streamwm.create_count_query('prop_cq',
+        'SELECT k, count(*) AS n, sum(v) AS s, array_agg(v ORDER BY v) AS vs FROM prop_c WHERE v % 5 <> 0 GROUP BY k',
+        count_size, count_slide);
     PERFORM streamwm.create_query('prop_q',
         'SELECT k, count(*) AS n, sum(v) AS s, array_agg(v ORDER BY v) AS vs FROM prop_s WHERE v % 5 <> 0 GROUP BY k',
         hop => make_interval(secs => hop), size => make_interval(secs => size));
@@ -90,7 +104,7 @@ BEGIN
     SELECT string_agg(q.query || '=' || q.plan, ' ' ORDER BY q.query) INTO plans
       FROM streamwm.queries q WHERE q.query IN ('prop_q', 'prop_q2', 'prop_q3');
     CREATE TEMP TABLE model_events (i int, p int, t bigint, k int, v int, late boolean,
-                                    late0 boolean);
+                                    late0 boolean);   -- late without allowed_lateness (prop_c)
     COMMIT;
 
     FOR i IN 1..n LOOP
@@ -112,6 +126,8 @@ BEGIN
              VALUES (p, 'epoch'::timestamptz + t * interval '1 millisecond', i % 3, i);
         INSERT INTO prop_ss (sw_partition, sw_write_time, k, v)
              VALUES (p, 'epoch'::timestamptz + t * interval '1 millisecond', nullif(i % 4, 3), i);
+        INSERT INTO prop_c (sw_partition, sw_write_time, k, v)
+             VALUES (p, 'epoch'::timestamptz + t * interval '1 millisecond', i % 3, i);
         -- transactions of one to a few rows (not drawn from random(): the
         -- trials keep their sequences)
         IF hashint4(i + (seed * 1000)::int) % 4 <> 0 THEN
@@ -121,6 +137,7 @@ BEGIN
             COMMIT;
             PERFORM streamwm.process('prop_s', now => clock_timestamp());
             PERFORM streamwm.process('prop_ss', now => clock_timestamp());
+            PERFORM streamwm.process('prop_c', now => clock_timestamp());
         END IF;
     END LOOP;
     COMMIT;
@@ -146,6 +163,7 @@ BEGIN
     SELECT count(*) INTO session_windows FROM prop_sq;
     SELECT count(*) INTO session_missing FROM (SELECT * FROM model_sessions EXCEPT SELECT * FROM prop_sq) d;
     SELECT count(*) INTO session_extra FROM (SELECT * FROM prop_sq EXCEPT SELECT * FROM model_sessions) d;
+    PERFORM streamwm.process('prop_c', now => clock_timestamp());
 
     late_model := late;
     SELECT s.late_events, s.watermark INTO late_got, got_w FROM streamwm.streams s
@@ -208,14 +226,34 @@ BEGIN
         (SELECT * FROM model_expr EXCEPT SELECT * FROM prop_q4_on) UNION ALL
         (SELECT * FROM prop_q4_on EXCEPT SELECT * FROM model_expr)) d;
 
+    -- count windows: per k, the accepted events below the final W that
+    -- pass the WHERE, numbered by (event time, partition, arrival)
+    CREATE TEMP TABLE model_count AS
+    SELECT c.seq AS window_seq, min(x.ts) AS window_start, max(x.ts) AS window_end, x.k,
+           count(*) AS n, sum(x.v) AS s, array_agg(x.v ORDER BY x.v) AS vs
+      FROM (SELECT e.*, 'epoch'::timestamptz + e.t * interval '1 millisecond' AS ts,
+                   row_number() OVER (PARTITION BY e.k ORDER BY e.t, e.p, e.i) - 1 AS num,
+                   count(*) OVER (PARTITION BY e.k) AS total
+              FROM model_events e WHERE NOT e.late0 AND e.v % 5 <> 0 AND e.t < w) x,
+           LATERAL generate_series(0, x.num / count_slide) c(seq)
+     WHERE x.num >= c.seq * count_slide AND x.num < c.seq * count_slide + count_size
+       AND c.seq * count_slide + count_size <= x.total
+     GROUP BY c.seq, x.k;
+    SELECT count(*) INTO count_windows FROM prop_cq;
+    SELECT count(*) INTO count_missing FROM (TABLE model_count EXCEPT TABLE prop_cq) d;
+    SELECT count(*) INTO count_extra FROM (TABLE prop_cq EXCEPT TABLE model_count) d;
+
     PERFORM streamwm.drop_stream('prop_s', cascade => true);
     PERFORM streamwm.drop_stream('prop_ss', cascade => true);
+    PERFORM streamwm.drop_stream('prop_c', cascade => true);
+    DROP TABLE prop_cq, model_count;
     DROP TABLE prop_q, prop_q2, prop_q3, prop_q4_off, prop_q4_on, model_events, model_result, model_expr,
                prop_sq, model_sessions;
     INSERT INTO prop_results VALUES (seed, events, partitions, hop, size, late_model, late_got,
         late_rows_differ, w_equal, windows, missing, extra, pane_missing, pane_extra,
         general_missing, general_extra, expr_windows, expr_differ, plans, lateness, refired,
-        gap, session_windows, session_missing, session_extra);
+        gap, session_windows, session_missing, session_extra,
+        count_size, count_slide, count_windows, count_missing, count_extra);
     COMMIT;
 END $$;
 DO $$BEGIN FOR seed IN 1..12 LOOP CALL prop_trial(seed / 13.0); END LOOP; END$$;
@@ -227,4 +265,8 @@ SELECT round(r.seed * 13)::int AS seed, r.size / r.hop AS ratio, r.lateness / 10
        r.windows > 0 AS has_windows, r.missing, r.extra, r.pane_missing, r.pane_extra,
        r.general_missing, r.general_extra, r.expr_windows > 0 AS has_expr, r.expr_differ, r.plans,
        r.gap / 1000 AS gap, r.session_windows > 0 AS has_sessions, r.session_missing, r.session_extra
+  FROM prop_results r ORDER BY r.seed;
+-- count windows (prop_cq over prop_c, the same rows without allowed_lateness)
+SELECT round(r.seed * 13)::int AS seed, r.partitions, r.count_size, r.count_slide,
+       r.count_windows > 0 AS has_count_windows, r.count_missing, r.count_extra
   FROM prop_results r ORDER BY r.seed;

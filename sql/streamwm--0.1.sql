@@ -57,8 +57,8 @@ CREATE TABLE streamwm.query_def (
     stream          regclass NOT NULL,
     query           text NOT NULL,      -- bound: deparsed with every name qualified
     query_text      text NOT NULL,      -- as the user wrote it
-    hop             interval NOT NULL,
-    size            interval NOT NULL,
+    hop             interval,           -- NULL for a count query
+    size            interval,           -- NULL for a count query
     result_table    regclass NOT NULL,
     result_name     text NOT NULL,      -- to find it again if dropped and re-created
     start_from      text NOT NULL CHECK (start_from IN ('latest', 'earliest')),
@@ -73,7 +73,8 @@ CREATE TABLE streamwm.query_def (
     last_error_time timestamptz,
     errors          bigint NOT NULL DEFAULT 0,
     plan            text NOT NULL DEFAULT 'general'  -- 'pane' | 'general', decided at create_query;
-        CHECK (plan IN ('pane', 'general', 'session')), -- 'session': create_session_query
+        CHECK (plan IN ('pane', 'general', 'session', 'count')), -- 'session': create_session_query,
+                                        -- 'count': create_count_query (src/count.c)
     reads           regclass[],         -- every relation the query reads (src/query_ddl.c)
     pane_table      regclass,           -- pane plan: the partial aggregates per (pane, group)
     pane_stamp      text,               -- what pane_table's contents were built with
@@ -92,8 +93,14 @@ CREATE TABLE streamwm.query_def (
     gap             interval,           -- NULL for hopping queries
     session_from    timestamptz,        -- the first event time of the earliest session still
                                         -- open, or W: older rows are done with (NULL: all)
-    session_floor   timestamptz         -- 'earliest': sessions starting before this may have
+    session_floor   timestamptz,        -- 'earliest': sessions starting before this may have
                                         -- lost rows to retention and are not emitted
+    count_size      int,                -- count query: events per window (else NULL)
+    count_slide     int,                -- count query: events from one window to the next
+    count_needs     timestamptz,        -- count query: rows from here on are in windows not
+                                        -- emitted yet (its state table is pane_table)
+    CHECK ((plan = 'count') = (count_size IS NOT NULL AND count_slide IS NOT NULL)),
+    CHECK (plan = 'count' OR (hop IS NOT NULL AND size IS NOT NULL))
 );
 CREATE INDEX ON streamwm.query_def (stream);
 
@@ -798,7 +805,7 @@ BEGIN
         -- stream, with window_start as their write time (the event time
         -- there), and window_start/window_end columns filled if it has them.
         IF result_table IS NOT NULL THEN
-            RAISE EXCEPTION 'give result_table or result_stream, not both'
+            RAISE EXCEPTION 'cannot give both result_table and result_stream'
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
         rs := streamwm._stream_of(result_stream);
@@ -1036,6 +1043,162 @@ END $$;
 CREATE FUNCTION streamwm._earliest_closed_until(stream regclass, hop interval, size interval,
     origin timestamptz)
     RETURNS timestamptz AS 'MODULE_PATHNAME', 'streamwm_earliest_closed_until' LANGUAGE C STRICT;
+
+/* ---------------------------------------------------------------------
+ * Count windows (SPEC section 11, src/count.c)
+ * --------------------------------------------------------------------- */
+
+CREATE FUNCTION streamwm.create_count_query(
+    name         text,
+    query        text,
+    size         int,
+    slide        int  DEFAULT NULL,     -- NULL: size (tumbling)
+    result_table text DEFAULT NULL,     -- default: the query's name
+    start_from   text DEFAULT 'latest') -- 'latest' | 'earliest' (all retained rows)
+RETURNS regclass
+LANGUAGE sql AS $$
+SELECT streamwm._create_count_query($1, $2, $3, $4, $5, $6,
+                                    pg_catalog.current_setting('search_path'))
+$$;
+
+CREATE FUNCTION streamwm._set_count_windows(name text, size int, slide int)
+    RETURNS void AS 'MODULE_PATHNAME', 'streamwm_set_count_windows' LANGUAGE C STRICT;
+
+CREATE FUNCTION streamwm._check_count_query(name text)
+    RETURNS void AS 'MODULE_PATHNAME', 'streamwm_check_count_query' LANGUAGE C STRICT;
+
+CREATE FUNCTION streamwm._create_count_query(
+    name         text,
+    query        text,
+    size         int,
+    slide        int,
+    result_table text,
+    start_from   text,
+    user_path    text)
+RETURNS regclass
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    s        streamwm.stream_def;
+    rel      regclass;
+    relid    oid;
+    tname    text;
+    cols     record;
+    coldefs  text := '';
+    keys     text[] := ARRAY['window_seq'];
+    missing  text;
+    start_at bigint;
+    sid      regclass;
+    bound    text;
+    nullable_key boolean := false;
+BEGIN
+    IF name IS NULL OR name = '' OR query IS NULL THEN
+        RAISE EXCEPTION 'query name and text must not be NULL or empty'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF size IS NULL OR size <= 0 THEN
+        RAISE EXCEPTION 'size must be a positive number of events: %', coalesce(size::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    slide := coalesce(slide, size);
+    IF slide <= 0 THEN
+        RAISE EXCEPTION 'slide must be a positive number of events: %', slide
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    start_from := lower(coalesce(start_from, 'latest'));
+    IF start_from NOT IN ('latest', 'earliest') THEN
+        RAISE EXCEPTION 'start_from must be ''latest'' or ''earliest'', not ''%''', start_from
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+
+    -- The query is the caller's: understood under the caller's search_path
+    -- once, here, and kept bound (every name qualified).
+    PERFORM pg_catalog.set_config('search_path', user_path, true);
+    sid := streamwm._query_stream(query);
+    bound := streamwm._bind_query(query);
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    s := streamwm._stream_of(sid);
+    -- An accepted event below W would change the numbering of events that
+    -- count windows already emitted.
+    IF s.allowed_lateness > interval '0' THEN
+        RAISE EXCEPTION 'stream % has allowed_lateness: count windows are not supported on it', s.stream
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'An event accepted below the watermark would renumber the events of windows already emitted.';
+    END IF;
+
+    FOR cols IN SELECT * FROM streamwm._query_columns(s.stream, bound) LOOP
+        IF cols.colname = 'window_seq' THEN
+            RAISE EXCEPTION 'output column name "window_seq" is reserved for the window number'
+                USING ERRCODE = 'duplicate_column';
+        END IF;
+        coldefs := coldefs || format(', %I %s', cols.colname, cols.coltype);
+        IF cols.is_key THEN
+            keys := keys || cols.colname;
+            nullable_key := nullable_key OR cols.nullable;
+        END IF;
+    END LOOP;
+
+    tname := streamwm._qualified_name(coalesce(result_table,
+                 CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
+                 user_path);
+    relid := to_regclass(tname);
+    IF relid IS NOT NULL AND EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = relid) THEN
+        RAISE EXCEPTION 'result table % is a stream', relid::regclass
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = 'A count query writes into a table.';
+    END IF;
+    IF relid IS NULL THEN
+        EXECUTE format('CREATE TABLE %s (window_seq bigint NOT NULL, '
+                       'window_start timestamptz NOT NULL, '
+                       'window_end timestamptz NOT NULL%s, %s (%s))',
+                       tname, coldefs,
+                       CASE WHEN nullable_key THEN 'UNIQUE NULLS NOT DISTINCT' ELSE 'PRIMARY KEY' END,
+                       (SELECT string_agg(quote_ident(k), ', ') FROM unnest(keys) k));
+        rel := tname::regclass;
+    ELSE
+        rel := relid;
+        SELECT string_agg(c, ', ') INTO missing
+          FROM unnest(ARRAY['window_seq', 'window_start', 'window_end'] ||
+                      ARRAY(SELECT colname FROM streamwm._query_columns(s.stream, bound))) c
+         WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
+                            WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
+                              AND NOT a.attisdropped);
+        IF missing IS NOT NULL THEN
+            RAISE EXCEPTION 'result table % lacks columns: %', rel, missing
+                USING ERRCODE = 'undefined_column';
+        END IF;
+        IF NOT EXISTS (
+            SELECT 1 FROM pg_index i
+             WHERE i.indrelid = rel AND i.indisunique AND i.indpred IS NULL
+               AND i.indexprs IS NULL AND (i.indnullsnotdistinct OR NOT nullable_key)
+               AND (SELECT array_agg(a.attname::text ORDER BY a.attname)
+                      FROM pg_attribute a
+                     WHERE a.attrelid = rel AND a.attnum = ANY (i.indkey::int2[]))
+                   = (SELECT array_agg(k ORDER BY k) FROM unnest(keys) k)) THEN
+            RAISE EXCEPTION 'result table % has no unique index on (%)', rel,
+                array_to_string(keys, ', ')
+                USING ERRCODE = 'invalid_table_definition',
+                      HINT = CASE WHEN nullable_key
+                                  THEN 'A group key can be NULL: the index must be UNIQUE NULLS NOT DISTINCT.'
+                                  ELSE 'Results are upserted on the window number and the GROUP BY columns.' END;
+        END IF;
+    END IF;
+
+    start_at := streamwm._start_offset(s.stream, start_from);
+
+    -- Recorded as a query is (ownership, name), then made a count query.
+    -- 'earliest' numbers the events from retained_from on, all retained.
+    PERFORM streamwm._register_query(name, s.stream, bound, query,
+        interval '1 microsecond', interval '1 microsecond', rel, start_from, start_at,
+        CASE WHEN start_from = 'latest' THEN s.watermark
+             ELSE streamwm._earliest_closed_until(s.stream, interval '1 microsecond',
+                                                  interval '1 microsecond', 'epoch') END,
+        '1970-01-01 00:00:00+00', 'event');
+    PERFORM streamwm._set_count_windows(name, size, slide);
+
+    -- Its state table is made and its statement planned now, as its owner.
+    PERFORM streamwm._check_count_query(name);
+    RETURN rel;
+END $$;
 
 -- A paused query closes no window and keeps its position; retention keeps
 -- the rows its open windows need, so resume_query() catches up.
@@ -1308,7 +1471,9 @@ SELECT q.name AS query,
             WHEN l.pending_events > 0 AND s.watermark_stalled IS NOT NULL THEN 'waiting for W'
             ELSE 'running' END AS state,
        q.paused,
-       q.gap
+       q.gap,
+       q.count_size,
+       q.count_slide
   FROM streamwm.query_def q
   JOIN streamwm.stream_def d ON d.stream = q.stream
   CROSS JOIN LATERAL (SELECT pg_catalog.pg_has_role(q.owner, 'USAGE')

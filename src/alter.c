@@ -399,12 +399,18 @@ streamwm_alter_query(PG_FUNCTION_ARGS)
 	/* the lock order of a step: the stream's catalog row first */
 	(void) sw_lookup_stream(def->stream, true, NULL, NULL);
 	def = sw_load_managed_query(name);
-	if (def->size_us == 0)
+	if (def->ordered)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot alter query \"%s\": it emits the stream's rows in order (hop and size NULL)",
 						name),
 				 errhint("Drop it and create it again.")));
+	if (def->count)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot alter count query \"%s\"", name),
+				 errdetail("Its windows are numbered by the events its text selects; a new text would number them differently."),
+				 errhint("Drop it and create it again with streamwm.create_count_query().")));
 
 	/* bound as create_query binds it: under the caller's search_path, as the caller */
 	nestlevel = NewGUCNestLevel();
@@ -431,6 +437,13 @@ streamwm_alter_query(PG_FUNCTION_ARGS)
 
 	/* the plan is decided again, and what the text reads recorded again */
 	plan = sw_choose_plan(def->stream, bound, def->hop_us, def->size_us);
+	/* processing time keeps its state in panes only (create_query refuses too) */
+	if (def->processing && strcmp(plan, "pane") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the new text of query \"%s\" cannot be computed in processing time", name),
+				 errdetail("A query in processing time must use aggregates that combine (the pane plan)."),
+				 errhint("See streamwm.queries.plan: count, sum, min, max and avg over plain GROUP BY columns qualify.")));
 	reads = sw_query_reads(sw_analyze_bound_query(bound));
 
 	/* pane state is a cache: a query that leaves the pane plan drops it */
@@ -502,7 +515,7 @@ streamwm_recompute(PG_FUNCTION_ARGS)
 		sw_not_a_stream(def->stream);
 	def = sw_load_managed_query(name);
 	/* an ordered query's rows are final: nothing to compute again */
-	if (def->size_us == 0)
+	if (def->ordered)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot recompute query \"%s\": it emits the stream's rows in order (hop and size NULL)",
@@ -513,6 +526,12 @@ streamwm_recompute(PG_FUNCTION_ARGS)
 				 errmsg("cannot recompute session query \"%s\"", name),
 				 errdetail("A session's extent depends on every event of its group before and after it, not on a time range."),
 				 errhint("Drop it and create it again with start_from => 'earliest'.")));
+	if (def->count)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot recompute count query \"%s\"", name),
+				 errdetail("Its windows are runs of events numbered from the query's start, not time ranges; "
+						   "retention has removed the rows that fixed their numbering.")));
 	/* a stream is a log: its windows' rows were sent, and cannot be taken back */
 	if (def->result_stream)
 		ereport(ERROR,

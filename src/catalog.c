@@ -614,12 +614,27 @@ streamwm_unregister_stream(PG_FUNCTION_ARGS)
 								  (unsigned long) list_length(queries), names.data),
 				 errhint("Use drop_stream(..., cascade => true) to drop the queries too (their result tables are kept).")));
 	}
+	/* a chain into it would fail for good and hold its own stream's rows */
+	sw_spi_exec("SELECT name FROM streamwm.query_def WHERE result_stream AND result_table = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed > 0 && !cascade)
+	{
+		bool		isnull;
+
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop stream %s because query \"%s\" writes into it",
+						sw_relation_name(relid),
+						TextDatumGetCString(sw_spi_getdatum(0, 1, &isnull))),
+				 errhint("Drop that query first, or use drop_stream(..., cascade => true) to drop it too.")));
+	}
 	sw_leave_role(&cx);
-	drop_pane_tables("q.stream = $1", OIDOID, values[0]);
+	drop_pane_tables("q.stream = $1 OR (q.result_stream AND q.result_table = $1)", OIDOID, values[0]);
 	sw_enter_catalog(&cx);
 	sw_spi_exec("DELETE FROM streamwm.late_event_log WHERE stream = $1",
 				1, types, values, NULL, SPI_OK_DELETE);
-	sw_spi_exec("DELETE FROM streamwm.query_def WHERE stream = $1",
+	sw_spi_exec("DELETE FROM streamwm.query_def WHERE stream = $1"
+				" OR (result_stream AND result_table = $1)",
 				1, types, values, NULL, SPI_OK_DELETE);
 	sw_spi_exec("DELETE FROM streamwm.retention_mark WHERE stream = $1",
 				1, types, values, NULL, SPI_OK_DELETE);
@@ -1021,11 +1036,15 @@ sw_catalog_lock_stream(Oid relid, bool skip_locked, SwStreamClock *clock,
 
 	sw_spi_exec(skip_locked ?
 				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
-				" watermark, max_future_skew, event_time IS NULL, allowed_lateness"
+				" watermark, max_future_skew, event_time IS NULL AND NOT EXISTS"
+				" (SELECT 1 FROM streamwm.query_def q WHERE q.result_stream"
+				" AND q.result_table = stream_def.stream), allowed_lateness"
 				" FROM streamwm.stream_def WHERE stream = $1"
 				" FOR NO KEY UPDATE SKIP LOCKED" :
 				"SELECT partitions, watermark_delay, idle_timeout, retention, created,"
-				" watermark, max_future_skew, event_time IS NULL, allowed_lateness"
+				" watermark, max_future_skew, event_time IS NULL AND NOT EXISTS"
+				" (SELECT 1 FROM streamwm.query_def q WHERE q.result_stream"
+				" AND q.result_table = stream_def.stream), allowed_lateness"
 				" FROM streamwm.stream_def WHERE stream = $1"
 				" FOR NO KEY UPDATE",
 				1, types, values, NULL, SPI_OK_SELECT);
@@ -1434,7 +1453,8 @@ sw_catalog_load_query(const char *name)
 				" (SELECT d.allowed_lateness FROM streamwm.stream_def d"
 				"   WHERE d.stream = query_def.stream), start_closed_until, paused, result_stream,"
 				" origin, rows_upserted, time_domain = 'processing',"
-				" coalesce(session_from, '-infinity'), coalesce(session_floor, '-infinity')"
+				" coalesce(session_from, '-infinity'), coalesce(session_floor, '-infinity'),"
+				" count_size, count_slide, count_needs"
 				" FROM streamwm.query_def WHERE name = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -1443,8 +1463,11 @@ sw_catalog_load_query(const char *name)
 	def->name = pstrdup(name);
 	def->stream = DatumGetObjectId(sw_spi_getdatum(0, 1, &isnull));
 	def->query = TextDatumGetCString(sw_spi_getdatum(0, 2, &isnull));
-	def->hop_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 3, &isnull)));
-	def->size_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 4, &isnull)));
+	/* a count query has neither */
+	d = sw_spi_getdatum(0, 3, &isnull);
+	def->hop_us = isnull ? 0 : sw_interval_usec(DatumGetIntervalP(d));
+	d = sw_spi_getdatum(0, 4, &isnull);
+	def->size_us = isnull ? 0 : sw_interval_usec(DatumGetIntervalP(d));
 	def->result_table = DatumGetObjectId(sw_spi_getdatum(0, 5, &isnull));
 	def->start_offset = DatumGetInt64(sw_spi_getdatum(0, 6, &isnull));
 	def->search_path = TextDatumGetCString(sw_spi_getdatum(0, 7, &isnull));
@@ -1474,6 +1497,15 @@ sw_catalog_load_query(const char *name)
 	def->session = strcmp(TextDatumGetCString(sw_spi_getdatum(0, 13, &isnull)), "session") == 0;
 	def->session_from = DatumGetTimestampTz(sw_spi_getdatum(0, 24, &isnull));
 	def->session_floor = DatumGetTimestampTz(sw_spi_getdatum(0, 25, &isnull));
+	d = sw_spi_getdatum(0, 26, &isnull);
+	def->count = !isnull;
+	def->count_size = isnull ? 0 : DatumGetInt32(d);
+	d = sw_spi_getdatum(0, 27, &isnull);
+	def->count_slide = isnull ? 0 : DatumGetInt32(d);
+	d = sw_spi_getdatum(0, 28, &isnull);
+	def->count_needs = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
+	/* stored with hop and size 0 (a count query has NULL) */
+	def->ordered = def->size_us == 0 && !def->count;
 	return def;
 }
 
@@ -1500,6 +1532,47 @@ sw_catalog_record_panes(const char *name, Oid pane_table, const char *stamp,
 	sw_spi_exec("UPDATE streamwm.query_def SET pane_table = $2, pane_stamp = $3,"
 				" folded_offsets = $4 WHERE name = $1",
 				4, ctypes, cvalues, cnulls, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
+}
+
+/*
+ * Make a query _register_query has just recorded a count query (count.c):
+ * plan 'count', no hop or size, its window size and slide in events.  As
+ * the catalog's owner.
+ */
+void
+sw_catalog_make_count_query(const char *name, int32 size, int32 slide)
+{
+	SwRoleContext cx;
+	Oid			types[3] = {TEXTOID, INT4OID, INT4OID};
+	Datum		values[3];
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = Int32GetDatum(size);
+	values[2] = Int32GetDatum(slide);
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.query_def SET plan = 'count', hop = NULL, size = NULL,"
+				" count_size = $2, count_slide = $3, count_needs = NULL WHERE name = $1",
+				3, types, values, NULL, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
+}
+
+/*
+ * A count query's step records the earliest event time it still needs
+ * (retention keeps every row from there on).  As the catalog's owner.
+ */
+void
+sw_catalog_record_count_needs(const char *name, TimestampTz needs)
+{
+	SwRoleContext cx;
+	Oid			types[2] = {TEXTOID, TIMESTAMPTZOID};
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(name);
+	values[1] = TimestampTzGetDatum(needs);
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.query_def SET count_needs = $2 WHERE name = $1",
+				2, types, values, NULL, SPI_OK_UPDATE);
 	sw_leave_role(&cx);
 }
 

@@ -17,6 +17,7 @@ struct SwQueryDef;				/* query.h */
 /* GUCs (streamwm.c) */
 extern int	sw_batch_size;
 extern bool sw_pane_engine;
+extern bool sw_notify;
 
 /* Saved identity while running SQL as a stream's or query's owner. */
 typedef struct SwRoleContext
@@ -126,6 +127,8 @@ extern void sw_catalog_query_failed(const char *name, const char *message,
 									bool drop_pane_state);
 extern void sw_catalog_record_panes(const char *name, Oid pane_table,
 									const char *stamp, Datum folded);
+extern void sw_catalog_make_count_query(const char *name, int32 size, int32 slide);
+extern void sw_catalog_record_count_needs(const char *name, TimestampTz needs);
 extern List *sw_catalog_queries_reading(List *relids, Oid nspid);
 extern void sw_catalog_rebind_query(const char *name, const char *query, Datum reads);
 extern void sw_catalog_alter_query(const char *name, const char *query,

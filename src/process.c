@@ -624,7 +624,8 @@ save_stream(Oid relid, SwStreamClock *clock, int64 events, LateRows *late,
  * NOTIFY streamwm (SPEC section 11), in the step's transaction: sent when
  * it commits, so a listener never hears of results it cannot see yet.
  * PostgreSQL has no privileges on channels: the payload says which query
- * wrote how many rows up to when, never any data.
+ * wrote how many rows up to when, never any data, and streamwm.notify (a
+ * superuser's setting) turns it off where even that must stay private.
  */
 static void
 notify_results(const SwQueryDef *def, TimestampTz closed_until, int64 rows)
@@ -632,6 +633,8 @@ notify_results(const SwQueryDef *def, TimestampTz closed_until, int64 rows)
 	StringInfoData payload;
 	char		ts[MAXDATELEN + 1];
 
+	if (!sw_notify)
+		return;
 	initStringInfo(&payload);
 	appendStringInfoString(&payload, "{\"query\": ");
 	escape_json(&payload, def->name);
@@ -644,7 +647,24 @@ notify_results(const SwQueryDef *def, TimestampTz closed_until, int64 rows)
 	escape_json(&payload, JsonEncodeDateTime(ts, TimestampTzGetDatum(closed_until),
 											 TIMESTAMPTZOID, NULL));
 	appendStringInfo(&payload, ", \"rows\": " INT64_FORMAT "}", rows);
-	Async_Notify("streamwm", payload.data);
+
+	/*
+	 * A notification must never fail the step: not one too long (a query
+	 * name of kilobytes: async.c takes up to BLCKSZ - NAMEDATALEN - 128),
+	 * and none while the queue is half full (a listener that never reads
+	 * would otherwise make every commit fail).
+	 */
+	if (payload.len >= BLCKSZ - NAMEDATALEN - 128)
+		ereport(WARNING,
+				(errmsg("streamwm: no notification for query \"%s\": its payload is too long",
+						def->name)));
+	else if (DatumGetFloat8(DirectFunctionCall1(pg_notification_queue_usage, (Datum) 0)) > 0.5)
+		ereport(WARNING,
+				(errmsg("streamwm: no notification for query \"%s\": the notification queue is more than half full",
+						def->name),
+				 errhint("A session that listens on channel streamwm does not read its notifications.")));
+	else
+		Async_Notify("streamwm", payload.data);
 	pfree(payload.data);
 }
 
@@ -795,6 +815,10 @@ query_needs_from(const SwQueryDef *def)
 	/* a session query: the first event of its earliest open session, or W */
 	if (def->session)
 		return def->session_from;
+	/* a count query: rows from its earliest incomplete window on (count.c) */
+	if (def->count)
+		return TIMESTAMP_IS_NOBEGIN(def->count_needs) ?
+			def->closed_until : Min(def->count_needs, def->closed_until);
 	if (TIMESTAMP_IS_NOBEGIN(def->closed_until) ||
 		pg_sub_s64_overflow(def->closed_until, def->size_us, &keep) ||
 		pg_sub_s64_overflow(keep, def->lateness_us, &keep) ||
@@ -835,17 +859,17 @@ close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
 			;
 		/*
 		 * processing time: every step folds what it read into the pane of
-		 * its clock, and closes the windows that clock has passed
+		 * its clock, and closes the windows that clock has passed; a clock
+		 * behind closed_until counts as closed_until (whose pane is in no
+		 * closed window), so the rows are folded by the step that reads
+		 * them whatever its clock
 		 */
 		else if (def->processing)
 		{
-			if (def->closed_until < now)
-			{
-				close_windows(def, now, offsets);
-				def = sw_catalog_load_query(lfirst(lc));
-				if (def == NULL)
-					continue;
-			}
+			close_windows(def, Max(now, def->closed_until), offsets);
+			def = sw_catalog_load_query(lfirst(lc));
+			if (def == NULL)
+				continue;
 		}
 		else if (!TIMESTAMP_IS_NOBEGIN(clock->watermark) &&
 				 (def->closed_until < clock->watermark ||

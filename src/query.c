@@ -51,6 +51,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "count.h"
 #include "limit.h"
 #include "pane.h"
 #include "query.h"
@@ -879,7 +880,12 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 	*windows = 0;
 	*rows = 0;
 	*refired = 0;
-	if (def->size_us == 0)
+	if (def->count)
+	{
+		sw_count_upsert_windows(def, offsets, lo, hi, windows, rows);
+		return;
+	}
+	if (def->ordered)
 	{
 		ordered_upsert(def, e, offsets, lo, hi, windows, rows);
 		return;
@@ -1015,7 +1021,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	def = sw_load_managed_query(name);
-	if (def->size_us > 0 && !def->session)
+	if (!def->ordered && !def->session && !def->count)
 		sw_check_windows_per_row(def->hop_us, def->size_us);
 	sw_enter_role(def->owner, def->search_path, &cx);
 	PG_TRY();
@@ -1027,13 +1033,13 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 		}
 		else
 		{
-			int			nparams = def->pane ? 6 : def->size_us == 0 ? 5 : 3;
+			int			nparams = def->pane ? 6 : def->ordered ? 5 : 3;
 			const Oid  *types = general_param_types;
 
 			/* the pane plan's state table is made now, as the query's owner */
 			if (def->pane)
 				sql = sw_pane_check(def, pane_plan_of(def), &types);
-			else if (def->size_us == 0)
+			else if (def->ordered)
 			{
 				sql = ordered_statement(def);
 				types = ordered_param_types;
@@ -1056,7 +1062,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 			values[1] = PointerGetDatum(construct_empty_array(INT8OID));
 			values[2] = TimestampTzGetDatum(DT_NOBEGIN);
 			values[3] = def->pane ? (Datum) 0 : TimestampTzGetDatum(DT_NOBEGIN);
-			values[4] = def->size_us == 0 ? Int64GetDatum(0) : TimestampTzGetDatum(DT_NOBEGIN);
+			values[4] = def->ordered ? Int64GetDatum(0) : TimestampTzGetDatum(DT_NOBEGIN);
 			values[5] = TimestampTzGetDatum(DT_NOBEGIN);
 			if (SPI_execute_plan(plan, values, def->pane ? "   n  " : NULL, false, 0) != SPI_OK_SELECT)
 				elog(ERROR, "could not run window query \"%s\"", name);

@@ -42,6 +42,13 @@ typedef struct SwQueryDef
 	bool		session;		/* a session query (session.c): size_us is the gap */
 	TimestampTz session_from;	/* session: rows before it are done with (DT_NOBEGIN: none) */
 	TimestampTz session_floor;	/* session: no session starting before it is emitted */
+	bool		count;			/* a count query (count.c): hop_us and size_us are 0,
+								 * pane_table is its state table */
+	int64		count_size;		/* count query: events per window */
+	int64		count_slide;	/* count query: events from one window to the next */
+	TimestampTz count_needs;	/* count query: rows from here on are still needed
+								 * (DT_NOBEGIN before its first step: closed_until) */
+	bool		ordered;		/* an ordered query (hop and size NULL, stored as 0) */
 } SwQueryDef;
 
 extern List *sw_relation_rtes(Query *q);

@@ -85,10 +85,6 @@ key_can_be_null(Query *q, TargetEntry *tle)
 }
 
 /*
- * Describe the output of a window query: its columns in order, with their
- * types and whether they are GROUP BY keys.  Checks the SPEC's rules.
- */
-/*
  * Which top-level range-table entry of q is the stream, for an ordered
  * query: 0 unless the stream is read exactly once in the whole query, and
  * that once in its own FROM.
@@ -112,9 +108,10 @@ sw_ordered_stream_rte(Query *q, Oid relid)
 }
 
 /*
- * The output columns of a window query (ordered: of an ordered query, SPEC
- * section 11, which emits each accepted row once instead of aggregating),
- * after checking its shape.
+ * Describe the output of a window query (ordered: of an ordered query, SPEC
+ * section 11, which emits each accepted row once instead of aggregating):
+ * its columns in order, with their types and whether they are GROUP BY
+ * keys.  Checks the SPEC's rules.
  */
 static List *
 output_columns(Query *q, Oid relid, bool ordered)

@@ -24,6 +24,7 @@ void		_PG_init(void);
 
 int			sw_batch_size = 100000;
 bool		sw_pane_engine = true;
+bool		sw_notify = true;
 
 void
 _PG_init(void)
@@ -50,6 +51,14 @@ _PG_init(void)
 							 &sw_pane_engine,
 							 true,
 							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("streamwm.notify",
+							 "Whether a step that writes results sends NOTIFY streamwm.",
+							 "Every role that can connect may LISTEN: the payload names the query "
+							 "and its result table and counts its rows.",
+							 &sw_notify,
+							 true,
+							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("streamwm.enabled",
 							 "Whether background workers process streams.",

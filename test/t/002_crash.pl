@@ -15,7 +15,9 @@
 # crashes the hopping query gets a new text (alter_query): the windows
 # closed before keep the old results, all later ones have the new.  A session
 # query (SPEC section 11, gap 300 ms, a NULL group among 20) over the first
-# stream must equal sessions recomputed from its accepted rows.
+# stream must equal sessions recomputed from its accepted rows.  A count-window
+# query (SPEC section 11: 5 events per key every 3, numbered by event time)
+# over the first stream must equal the events numbered from scratch.
 #
 # STREAMWM_TEST_SCALE (default 1) multiplies the number of crashes: CI runs
 # 6, `STREAMWM_TEST_SCALE=10 bash test/run_tests.sh` runs 60.
@@ -54,6 +56,8 @@ $node->safe_psql('postgres', q{
 	SELECT streamwm.create_session_query('cs_sess',
 	    'SELECT nullif(v % 20, 0) AS g, count(*) AS n, sum(v) AS s FROM cs GROUP BY nullif(v % 20, 0)',
 	    gap => '300 ms');
+	SELECT streamwm.create_count_query('cs_count', 'SELECT k, count(*) AS n, sum(v) AS s FROM cs GROUP BY k',
+	                                   5, 3);
 	SELECT streamwm.create_stream('cl', 'k int, v int, et timestamptz',
 	                              partitions => 2, event_time => 'et',
 	                              watermark_delay => '1 s', watermark_granularity => '100 ms',
@@ -363,6 +367,28 @@ my $sess_check = qq{
 ok($windows > 10, "session query: $windows sessions");
 is($missing, '0', 'session query: no session missing or wrong');
 is($extra, '0', 'session query: no extra or wrong session');
+# the count query: per k, the accepted events below its closed_until (W at
+# its last step), numbered by (event time, partition, offset); window n is
+# events 3n .. 3n + 4, emitted once all five are numbered
+my $count_check = qq{
+	WITH acc AS $accepted,
+	num AS (
+	  SELECT acc.*, row_number() OVER (PARTITION BY k ORDER BY sw_event_time, sw_partition, sw_offset) - 1 AS num,
+	         count(*) OVER (PARTITION BY k) AS total
+	    FROM acc WHERE sw_event_time < (SELECT closed_until FROM streamwm.queries WHERE query = 'cs_count')),
+	model AS (
+	  SELECT c.seq AS window_seq, min(sw_event_time) AS window_start, max(sw_event_time) AS window_end,
+	         k, count(*) AS n, sum(v) AS s
+	    FROM num, LATERAL generate_series(0, num / 3) c(seq)
+	   WHERE num >= c.seq * 3 AND num < c.seq * 3 + 5 AND c.seq * 3 + 5 <= total
+	   GROUP BY c.seq, k)
+	SELECT (SELECT count(*) FROM model),
+	       (SELECT count(*) FROM (SELECT * FROM model EXCEPT SELECT window_seq, window_start, window_end, k, n, s FROM cs_count) d),
+	       (SELECT count(*) FROM (SELECT window_seq, window_start, window_end, k, n, s FROM cs_count EXCEPT SELECT * FROM model) d)};
+($windows, $missing, $extra) = split /\|/, $node->safe_psql('postgres', $count_check);
+ok($windows > 10, "count query: $windows windows");
+is($missing, '0', 'count query: no window missing or wrong');
+is($extra, '0', 'count query: no extra or wrong window');
 
 # the chain: windows of windows equal the direct tumbling query
 ok($node->poll_query_until('postgres', q{

@@ -1,0 +1,293 @@
+-- SPEC section 11: count windows (Renoir's CountWindow).  Per group, the
+-- accepted events that pass the WHERE, ordered by (sw_event_time,
+-- sw_partition, sw_offset), are numbered 0, 1, 2, ...; window n holds the
+-- events n*slide .. n*slide + size - 1 and is emitted once all of them are
+-- below W.  Every result below is compared with a plain-SQL model that
+-- numbers the events from scratch (the watermark rule recomputed from the
+-- arrival order, not read from streamwm), EXCEPT both ways.
+SET TimeZone = 'UTC';
+SET DateStyle = 'ISO, YMD';
+CREATE EXTENSION IF NOT EXISTS streamwm;
+
+-- 1. refused, each with its reason; nothing is left behind
+SELECT streamwm.create_stream('cw_a', 'i int, k int, v int', partitions => 2,
+                              watermark_delay => '3 s', idle_timeout => '1 hour');
+SELECT streamwm.create_stream('cw_late', 'k int', allowed_lateness => '5 s');
+SELECT streamwm.create_count_query('cw_bad', 'SELECT k, count(*) AS n FROM cw_late GROUP BY k', 3);
+SELECT streamwm.create_count_query('cw_bad', 'SELECT k, count(*) AS n FROM cw_a GROUP BY k', 0);
+SELECT streamwm.create_count_query('cw_bad', 'SELECT k, count(*) AS n FROM cw_a GROUP BY k', NULL);
+SELECT streamwm.create_count_query('cw_bad', 'SELECT k, count(*) AS n FROM cw_a GROUP BY k', 3, 0);
+SELECT streamwm.create_count_query('cw_bad', 'SELECT k, count(*) AS n FROM cw_a GROUP BY k', 3, -2);
+SELECT streamwm.create_count_query('cw_bad', 'SELECT k, v FROM cw_a', 3);
+SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a, pg_catalog.pg_am', 3);
+SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a WHERE k IN (SELECT k FROM cw_a)', 3);
+SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a WHERE random() < 2', 3);
+SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS window_seq FROM cw_a', 3);
+SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a', 3, start_from => 'now');
+SELECT count(*) AS bad_queries, to_regclass('cw_bad') AS bad_table
+  FROM streamwm.queries WHERE query = 'cw_bad';
+
+-- 2. the same rows, in the same transactions, into two streams: cw_a is
+-- processed after every batch (of 1, 5 or 13 rows), cw_b once at the end.
+-- Event times are out of order by up to 16 s with a delay of 3 s, so some
+-- rows are late; k is NULL for every 7th row.
+SELECT streamwm.create_stream('cw_b', 'i int, k int, v int', partitions => 2,
+                              watermark_delay => '3 s', idle_timeout => '1 hour');
+CREATE FUNCTION cw_make(s text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  -- tumbling, a filter, NULL keys, an aggregate without a combine function
+  PERFORM streamwm.create_count_query(s || '_t',
+    format('SELECT k, count(*) AS n, sum(v) AS total, array_agg(v ORDER BY v) AS vs
+              FROM %I WHERE v <> 5 GROUP BY k', s), 3);
+  -- sliding: overlapping windows of 4 every 2
+  PERFORM streamwm.create_count_query(s || '_s',
+    format('SELECT k, sum(v) AS total, min(v) AS lo FROM %I GROUP BY k', s), 4, 2);
+  -- gaps: 2 events out of every 5, one group (no GROUP BY)
+  PERFORM streamwm.create_count_query(s || '_g',
+    format('SELECT count(*) AS n, sum(v) AS total FROM %I', s), 2, 5);
+  -- an ordered-set aggregate, grouped by an expression, slide 1, HAVING
+  PERFORM streamwm.create_count_query(s || '_p',
+    format('SELECT k %% 2 AS parity, percentile_cont(0.5) WITHIN GROUP (ORDER BY v) AS med
+              FROM %I GROUP BY k %% 2 HAVING max(v) > 2', s), 5, 1);
+END $$;
+SELECT cw_make('cw_a'), cw_make('cw_b');
+SELECT query, stream, plan, hop, size, count_size, count_slide, result_table, closed_until
+  FROM streamwm.queries WHERE query LIKE 'cw\_%' ORDER BY 1;
+\d cw_a_t
+\d cw_a_t_count
+
+CREATE PROCEDURE cw_load(lo int, hi int, batch int) LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN lo..hi LOOP
+    INSERT INTO cw_a (sw_partition, sw_write_time, i, k, v)
+      VALUES (i % 2, to_timestamp(100 + i + (i * 13) % 17 - 8), i,
+              CASE WHEN i % 7 <> 0 THEN i % 3 END, (i * 37) % 11);
+    INSERT INTO cw_b (sw_partition, sw_write_time, i, k, v)
+      VALUES (i % 2, to_timestamp(100 + i + (i * 13) % 17 - 8), i,
+              CASE WHEN i % 7 <> 0 THEN i % 3 END, (i * 37) % 11);
+    IF i % batch = 0 THEN
+      COMMIT;
+      PERFORM streamwm.process('cw_a', now => now());
+      COMMIT;
+    END IF;
+  END LOOP;
+  COMMIT;
+END $$;
+CALL cw_load(1, 40, 1);
+-- a paused query holds its position and its rows, and catches up
+SELECT streamwm.pause_query('cw_a_s');
+CALL cw_load(41, 120, 5);
+SELECT query, state, closed_until < (SELECT watermark FROM streamwm.streams WHERE stream = 'cw_a'::regclass) AS behind
+  FROM streamwm.queries WHERE query = 'cw_a_s';
+SELECT streamwm.resume_query('cw_a_s');
+CALL cw_load(121, 300, 13);
+SELECT streamwm.process('cw_a', now => now());
+SELECT streamwm.process('cw_b', now => now());
+
+-- the model: the watermark rule over the arrival order (i), per partition
+-- the running maximum, W the minimum of both minus the delay; an event is
+-- late when its time is below W as it was before it
+CREATE VIEW cw_model_rows AS
+WITH r AS (
+  SELECT a.*, a.sw_event_time AS t,
+         max(a.sw_event_time) FILTER (WHERE a.sw_partition = 0) OVER (ORDER BY a.i) AS m0,
+         max(a.sw_event_time) FILTER (WHERE a.sw_partition = 1) OVER (ORDER BY a.i) AS m1
+    FROM cw_a a),
+w AS (SELECT r.*, CASE WHEN m0 IS NULL OR m1 IS NULL THEN '-infinity'
+                        ELSE least(m0, m1) - interval '3 s' END AS w_after FROM r)
+SELECT w.*, coalesce(max(w_after) OVER (ORDER BY i ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING),
+                     '-infinity') AS w_before,
+       max(w_after) OVER () AS w_final
+  FROM w;
+SELECT count(*) FILTER (WHERE t < w_before) AS model_late, min(w_final) AS model_w,
+       (SELECT late_events FROM streamwm.streams WHERE stream = 'cw_a'::regclass) AS late_a,
+       (SELECT late_events FROM streamwm.streams WHERE stream = 'cw_b'::regclass) AS late_b,
+       (SELECT watermark FROM streamwm.streams WHERE stream = 'cw_a'::regclass) AS w_a,
+       (SELECT watermark FROM streamwm.streams WHERE stream = 'cw_b'::regclass) AS w_b
+  FROM cw_model_rows;
+
+-- the members of every complete window: numbered from scratch per group
+CREATE FUNCTION cw_members(size int, slide int, grp text, filtered boolean)
+RETURNS TABLE (seq bigint, g int, k int, v int, ws timestamptz, we timestamptz)
+LANGUAGE sql AS $$
+WITH ev AS (
+  SELECT CASE grp WHEN 'k' THEN m.k WHEN 'parity' THEN m.k % 2 END AS g, m.k, m.v, m.t,
+         m.sw_partition AS p, m.sw_offset AS o
+    FROM cw_model_rows m
+   WHERE m.t >= m.w_before AND m.t < m.w_final AND (NOT filtered OR m.v <> 5)),
+num AS (
+  SELECT ev.*, row_number() OVER (PARTITION BY g ORDER BY t, p, o) - 1 AS n,
+         count(*) OVER (PARTITION BY g) AS total
+    FROM ev),
+mem AS (
+  SELECT s.seq, num.* FROM num, generate_series(0, num.n / slide) s(seq)
+   WHERE num.n >= s.seq * slide AND num.n < s.seq * slide + size
+     AND s.seq * slide + size <= num.total)
+SELECT seq, g, k, v, min(t) OVER (PARTITION BY g, seq), max(t) OVER (PARTITION BY g, seq) FROM mem
+$$;
+CREATE VIEW cw_model_t AS
+SELECT seq AS window_seq, ws AS window_start, we AS window_end, g AS k, count(*) AS n,
+       sum(v) AS total, array_agg(v ORDER BY v) AS vs
+  FROM cw_members(3, 3, 'k', true) GROUP BY 1, 2, 3, 4;
+CREATE VIEW cw_model_s AS
+SELECT seq AS window_seq, ws AS window_start, we AS window_end, g AS k, sum(v) AS total, min(v) AS lo
+  FROM cw_members(4, 2, 'k', false) GROUP BY 1, 2, 3, 4;
+CREATE VIEW cw_model_g AS
+SELECT seq AS window_seq, ws AS window_start, we AS window_end, count(*) AS n, sum(v) AS total
+  FROM cw_members(2, 5, 'none', false) GROUP BY 1, 2, 3;
+CREATE VIEW cw_model_p AS
+SELECT seq AS window_seq, ws AS window_start, we AS window_end, g AS parity,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY v) AS med
+  FROM cw_members(5, 1, 'parity', false) GROUP BY 1, 2, 3, 4 HAVING max(v) > 2;
+
+-- windows per query, and the differences with the model (both ways) and
+-- between the stream processed per batch and the one processed at once
+CREATE FUNCTION cw_diff(res text, model text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  EXECUTE format('SELECT count(*) FROM ((TABLE %I EXCEPT TABLE %I) UNION ALL (TABLE %I EXCEPT TABLE %I)) d',
+                 res, model, model, res) INTO n;
+  RETURN n;
+END $$;
+SELECT q, cw_diff('cw_a_' || q, 'cw_model_' || q) AS diff_a,
+       cw_diff('cw_b_' || q, 'cw_model_' || q) AS diff_b,
+       cw_diff('cw_a_' || q, 'cw_b_' || q) AS diff_ab
+  FROM unnest(ARRAY['t', 's', 'g', 'p']) q;
+SELECT 'cw_model_t' AS model, count(*) AS windows, count(DISTINCT k) AS groups,
+       count(*) FILTER (WHERE k IS NULL) AS null_key_windows FROM cw_model_t
+UNION ALL SELECT 'cw_model_s', count(*), count(DISTINCT k), count(*) FILTER (WHERE k IS NULL) FROM cw_model_s
+UNION ALL SELECT 'cw_model_g', count(*), 1, 0 FROM cw_model_g
+UNION ALL SELECT 'cw_model_p', count(*), count(DISTINCT parity), count(*) FILTER (WHERE parity IS NULL) FROM cw_model_p;
+-- windows whose events arrived out of event-time order (numbered by event time)
+SELECT count(*) AS windows_whose_events_arrived_out_of_order FROM (
+  SELECT r.window_seq, r.k FROM cw_a_t r
+   WHERE EXISTS (SELECT 1 FROM cw_a x, cw_a y
+                  WHERE x.k IS NOT DISTINCT FROM r.k AND y.k IS NOT DISTINCT FROM r.k
+                    AND x.v <> 5 AND y.v <> 5
+                    AND x.sw_event_time BETWEEN r.window_start AND r.window_end
+                    AND y.sw_event_time BETWEEN r.window_start AND r.window_end
+                    AND x.i < y.i AND x.sw_event_time > y.sw_event_time)) z;
+SELECT window_seq, window_start, window_end, k, n, total, vs FROM cw_a_t
+ WHERE k IS NULL ORDER BY window_seq LIMIT 4;
+SELECT query, windows_emitted, rows_upserted, last_error, state FROM streamwm.queries
+ WHERE query LIKE 'cw\_a\_%' ORDER BY 1;
+-- a group's last, incomplete window waits: not emitted, its rows retained
+SELECT sw_k1 AS k, sw_count, sw_next, sw_keep_t IS NOT NULL AS has_open_window FROM cw_a_t_count ORDER BY 1;
+
+-- start_from => 'earliest': every retained row is numbered, from the first
+SELECT streamwm.create_count_query('cw_a_e',
+  'SELECT k, count(*) AS n, sum(v) AS total, array_agg(v ORDER BY v) AS vs FROM cw_a WHERE v <> 5 GROUP BY k',
+  3, start_from => 'earliest');
+SELECT streamwm.process('cw_a', now => now());
+SELECT cw_diff('cw_a_e', 'cw_model_t') AS diff_earliest, (SELECT count(*) FROM cw_a_e) AS windows;
+
+-- 3. alter_query and recompute are refused; drop_query drops the state table
+SELECT streamwm.alter_query('cw_b_t', 'SELECT k, count(*) AS n FROM cw_b GROUP BY k');
+SELECT streamwm.recompute('cw_b_t', '-infinity', 'infinity');
+SELECT streamwm.drop_query('cw_b_g', drop_result => true);
+SELECT to_regclass('cw_b_g') AS result_table, to_regclass('cw_b_g_count') AS state_table;
+
+-- 4. retention keeps the rows of a window not emitted yet, for as long as
+-- it takes, and removes the others.  Group 'x' has 2 events, then none for
+-- 100 s; 'y' has one every second.
+SELECT streamwm.create_stream('cw_r', 'i int, g text, v int', retention => '20 s',
+                              idle_timeout => '1 hour');
+SELECT streamwm.create_count_query('cw_rq', 'SELECT g, count(*) AS n, sum(v) AS total FROM cw_r GROUP BY g', 3);
+CREATE TABLE cw_r_all (i int, g text, v int, t timestamptz);
+CREATE PROCEDURE cw_r_load(lo int, hi int, grp text) LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN lo..hi LOOP
+    INSERT INTO cw_r (sw_write_time, i, g, v) VALUES (to_timestamp(i), i, grp, i * 10);
+    INSERT INTO cw_r_all VALUES (i, grp, i * 10, to_timestamp(i));
+    IF i % 10 = 0 THEN
+      COMMIT;
+      PERFORM streamwm.process('cw_r', now => now());
+      COMMIT;
+    END IF;
+  END LOOP;
+  COMMIT;
+END $$;
+CALL cw_r_load(1, 2, 'x');
+CALL cw_r_load(3, 100, 'y');
+SELECT streamwm.process('cw_r', now => now());
+SELECT g, count(*) AS rows_kept, min(sw_event_time) AS oldest FROM cw_r GROUP BY g ORDER BY g;
+SELECT (SELECT expired_rows FROM streamwm.streams WHERE stream = 'cw_r'::regclass) AS expired,
+       (SELECT count(*) FROM cw_rq WHERE g = 'x') AS x_windows;
+CALL cw_r_load(101, 101, 'x');
+CALL cw_r_load(102, 105, 'y');
+SELECT streamwm.process('cw_r', now => now());
+-- the model: from every row ever written (none is late: times increase)
+SELECT count(*) AS differences FROM (
+  (SELECT window_seq, window_start, window_end, g, n, total FROM cw_rq
+   EXCEPT
+   SELECT seq, min(t), max(t), g, count(*), sum(v)
+     FROM (SELECT a.*, (row_number() OVER (PARTITION BY g ORDER BY t, i) - 1) / 3 AS seq,
+                  count(*) OVER (PARTITION BY g) AS total
+             FROM cw_r_all a WHERE t < (SELECT watermark FROM streamwm.streams WHERE stream = 'cw_r'::regclass)) m
+    WHERE (seq + 1) * 3 <= total GROUP BY seq, g)
+  UNION ALL
+  (SELECT seq, min(t), max(t), g, count(*), sum(v)
+     FROM (SELECT a.*, (row_number() OVER (PARTITION BY g ORDER BY t, i) - 1) / 3 AS seq,
+                  count(*) OVER (PARTITION BY g) AS total
+             FROM cw_r_all a WHERE t < (SELECT watermark FROM streamwm.streams WHERE stream = 'cw_r'::regclass)) m
+    WHERE (seq + 1) * 3 <= total GROUP BY seq, g
+   EXCEPT
+   SELECT window_seq, window_start, window_end, g, n, total FROM cw_rq)) d;
+SELECT window_seq, window_start, window_end, g, n, total FROM cw_rq WHERE g = 'x';
+SELECT g, count(*) AS rows_kept FROM cw_r GROUP BY g ORDER BY g;
+
+-- 5. two roles and a hostile object planted in public: bob can neither add
+-- a count query to alice's stream nor read her results, and nothing of
+-- his runs in her steps, whoever runs them and under whatever search_path
+CREATE ROLE regress_cw_alice;
+CREATE ROLE regress_cw_bob;
+GRANT CREATE ON SCHEMA public TO regress_cw_alice, regress_cw_bob;
+SET ROLE regress_cw_alice;
+SELECT streamwm.create_stream('cw_alice', 'k int, v int', idle_timeout => '1 hour');
+SELECT streamwm.create_count_query('cw_alice_q', 'SELECT k, sum(v) AS total FROM cw_alice GROUP BY k', 2, 1);
+RESET ROLE;
+SET ROLE regress_cw_bob;
+SELECT streamwm.create_count_query('cw_bob_q', 'SELECT k, count(*) AS n FROM cw_alice GROUP BY k', 2);
+SELECT * FROM cw_alice_q;
+SELECT * FROM cw_alice_q_count;
+CREATE TABLE public.cw_pwned (who name, what text);
+GRANT INSERT, SELECT ON public.cw_pwned TO PUBLIC;
+CREATE FUNCTION public.cw_trap_ge(timestamptz, timestamptz) RETURNS boolean LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO public.cw_pwned VALUES (current_user, 'timestamptz >= timestamptz'); RETURN true; END$$;
+CREATE OPERATOR public.>= (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = public.cw_trap_ge);
+CREATE FUNCTION public.cw_trap_plus(bigint, bigint) RETURNS bigint LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO public.cw_pwned VALUES (current_user, 'bigint + bigint'); RETURN 0; END$$;
+CREATE OPERATOR public.+ (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = public.cw_trap_plus);
+CREATE FUNCTION public.cw_trap_eq(integer, integer) RETURNS boolean LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO public.cw_pwned VALUES (current_user, 'integer = integer'); RETURN true; END$$;
+CREATE OPERATOR public.= (LEFTARG = integer, RIGHTARG = integer, FUNCTION = public.cw_trap_eq);
+CREATE FUNCTION public.generate_series(bigint, bigint) RETURNS SETOF bigint LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO public.cw_pwned VALUES (current_user, 'generate_series'); RETURN QUERY SELECT 0::bigint; END$$;
+CREATE FUNCTION public.unnest(bigint[]) RETURNS SETOF bigint LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO public.cw_pwned VALUES (current_user, 'unnest'); RETURN QUERY SELECT pg_catalog.unnest($1); END$$;
+RESET ROLE;
+SET ROLE regress_cw_alice;
+SET search_path = public, pg_catalog;
+SELECT streamwm.ingest('cw_alice', '[{"k": 1, "v": 1}, {"k": 2, "v": 10}, {"k": 1, "v": 2}]',
+                       write_time => to_timestamp(1));
+SELECT streamwm.ingest('cw_alice', '{"k": 1, "v": 3}', write_time => to_timestamp(2));
+SELECT streamwm.process('cw_alice');
+RESET ROLE;
+SELECT streamwm.ingest('cw_alice', '[{"k": 1, "v": 4}, {"k": 2, "v": 20}]', write_time => to_timestamp(3));
+SELECT streamwm.ingest('cw_alice', '{"k": 3, "v": 0}', write_time => to_timestamp(9));
+SELECT streamwm.process('cw_alice');
+RESET search_path;
+SELECT who, what FROM cw_pwned;   -- nothing of bob's ever ran
+SELECT window_seq, window_start, window_end, k, total FROM cw_alice_q ORDER BY k, window_seq;
+SELECT tableowner, tablename FROM pg_tables WHERE tablename LIKE 'cw\_alice\_q%' ORDER BY 2;
+SELECT query, last_error FROM streamwm.queries WHERE query = 'cw_alice_q';
+SELECT streamwm.drop_query('cw_alice_q', drop_result => true);
+SELECT streamwm.drop_stream('cw_alice');
+DROP TABLE cw_pwned;
+DROP FUNCTION public.generate_series(bigint, bigint), public.unnest(bigint[]);
+DROP OPERATOR public.>= (timestamptz, timestamptz), public.+ (bigint, bigint), public.= (integer, integer);
+DROP FUNCTION public.cw_trap_ge(timestamptz, timestamptz), public.cw_trap_plus(bigint, bigint),
+              public.cw_trap_eq(integer, integer);
+REVOKE CREATE ON SCHEMA public FROM regress_cw_alice, regress_cw_bob;
+DROP ROLE regress_cw_alice;
+DROP ROLE regress_cw_bob;

@@ -1,0 +1,625 @@
+/*-------------------------------------------------------------------------
+ * count.c
+ *	  Owns count windows (SPEC section 11, Renoir's CountWindow): queries
+ *	  made by streamwm.create_count_query(name, query, size, slide).
+ *
+ * Per group (the query's GROUP BY keys; no GROUP BY: one group), the
+ * accepted events that pass the query's WHERE are numbered 0, 1, 2, ... in
+ * (sw_event_time, sw_partition, sw_offset) order; window n holds the events
+ * numbered n*slide .. n*slide + size - 1 and is emitted, keyed (window_seq,
+ * group keys), when all of them have event time < W.
+ *
+ * Why an event's number is final once its event time is below W: every
+ * event processed later is accepted only with t >= W (a stream with
+ * allowed_lateness is refused), so no event can come before it any more.
+ * A step therefore numbers exactly the events with closed_until <= t < W
+ * (closed_until is W at the query's last successful step): every accepted
+ * event below W has been read by then, and none of them was numbered
+ * before, since they all had t >= the previous W.
+ *
+ * State: per query a state table (<result>_count, owned by the query's
+ * owner, recorded in query_def.pane_table; dropped with the query), one row
+ * per group that ever had an event:
+ *	 sw_k1..		the group's keys
+ *	 sw_count		how many of its events are numbered
+ *	 sw_next		its first window not emitted yet
+ *	 sw_keep_*		(t, partition, offset) of that window's first event, when
+ *					it is numbered already (sw_next * slide < sw_count), else
+ *					NULL: the window still needs the rows from there on
+ * Unlike the pane table this is not a cache: the counts cannot be rebuilt
+ * once retention removed rows, so a step fails (and holds every row back)
+ * while it is missing.
+ *
+ * One statement per step, as the query's owner: it reads the rows with
+ * L <= t < W (L = min(closed_until, every group's keep time)), keeps per
+ * group those from its keep event on (or, with none, those with t >=
+ * closed_until), numbers them on from the state, upserts every window of
+ * the group that is now complete and n >= sw_next (the user's query over
+ * the window's rows, grouped by window), and upserts the new state.  The
+ * results, the state and closed_until are written in the step's
+ * transaction: exactly once, as for the other plans.  Retention keeps
+ * every row from L on (query_def.count_needs, recorded by the step).
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_clause.h"
+#include "parser/parse_oper.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "count.h"
+#include "limit.h"
+#include "query.h"
+#include "result.h"
+#include "step_cache.h"
+
+PG_FUNCTION_INFO_V1(streamwm_set_count_windows);
+PG_FUNCTION_INFO_V1(streamwm_check_count_query);
+
+/* $1 start offset, $2 processed offsets, $3 L, $4 closed_until, $5 W */
+static const Oid count_param_types[5] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID,
+TIMESTAMPTZOID, TIMESTAMPTZOID};
+
+/* A count query as analyzed: the stream's entry and the group keys. */
+typedef struct CountShape
+{
+	Query	   *q;
+	int			rtindex;		/* the stream's range-table entry */
+	List	   *keys;			/* Expr per GROUP BY item; none: a constant */
+} CountShape;
+
+/*
+ * Analyze a count query's (bound) text as the current user and check that
+ * it has the shape count windows need: the stream alone in its FROM, read
+ * once, no CTE, and WHERE and GROUP BY without volatile functions (they
+ * are evaluated more than once per step, and must agree).  Aggregating,
+ * naming its outputs etc. are checked by sw_query_columns, as for every
+ * window query.
+ */
+static CountShape *
+count_shape(Oid relid, const char *query)
+{
+	CountShape *sh = palloc0(sizeof(CountShape));
+	Query	   *q = sw_analyze_window_query(query);
+	int			refs = 0;
+	ListCell   *lc;
+	RangeTblRef *ref;
+
+	(void) sw_query_columns(relid, query);
+	foreach(lc, sw_relation_rtes(q))
+		if (lfirst_node(RangeTblEntry, lc)->relid == relid)
+			refs++;
+	if (list_length(q->jointree->fromlist) != 1 ||
+		!IsA(linitial(q->jointree->fromlist), RangeTblRef) ||
+		rt_fetch(((RangeTblRef *) linitial(q->jointree->fromlist))->rtindex,
+				 q->rtable)->rtekind != RTE_RELATION ||
+		rt_fetch(((RangeTblRef *) linitial(q->jointree->fromlist))->rtindex,
+				 q->rtable)->relid != relid ||
+		refs != 1 || q->cteList != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a count query must read its stream alone in FROM, once"),
+				 errdetail("Its windows are runs of the stream's own events: joins, CTEs, "
+						   "subqueries in FROM and other references to the stream are not supported."),
+				 errhint("Aggregate the stream in a count query, and join its result table.")));
+	ref = (RangeTblRef *) linitial(q->jointree->fromlist);
+	sh->q = q;
+	sh->rtindex = ref->rtindex;
+	if (contain_volatile_functions(q->jointree->quals))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the WHERE clause of a count query must not call volatile functions"),
+				 errdetail("It decides which events are numbered, and is evaluated again at later steps.")));
+	foreach(lc, q->groupClause)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, q->targetList);
+
+		if (contain_volatile_functions((Node *) tle->expr))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the GROUP BY of a count query must not call volatile functions"),
+					 errdetail("Each event is numbered within its group, at several steps.")));
+		sh->keys = lappend(sh->keys, tle->expr);
+	}
+	if (sh->keys == NIL)
+		sh->keys = list_make1(makeBoolConst(true, false));
+	return sh;
+}
+
+/* "<prefix>sw_k1, <prefix>sw_k2, ..." */
+static char *
+key_list(const CountShape *sh, const char *prefix)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	for (int i = 0; i < list_length(sh->keys); i++)
+		appendStringInfo(&s, "%s%ssw_k%d", i > 0 ? ", " : "", prefix, i + 1);
+	return s.data;
+}
+
+/*
+ * The events that may be numbered this step, with their group keys: the
+ * user's tree with its stream replaced by the processed, not late rows
+ * after the query's start with $3 <= t < $5, its WHERE kept, its outputs
+ * replaced by the keys (sw_k1..) and (sw_t, sw_p, sw_o), and no grouping.
+ */
+static char *
+events_sql(Oid relid, const CountShape *shape)
+{
+	Query	   *q = copyObject(shape->q);
+	Query	   *rows;
+	List	   *tlist = NIL;
+	ListCell   *lc;
+	int			resno = 0;
+	const char *cols[3] = {"sw_event_time", "sw_partition", "sw_offset"};
+	const char *names[3] = {"sw_t", "sw_p", "sw_o"};
+	const Oid	types[3] = {TIMESTAMPTZOID, INT4OID, INT8OID};
+
+	rows = sw_analyze_internal(psprintf("SELECT %s FROM ONLY %s sw_s WHERE sw_s.sw_offset > $1"
+										" AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
+										" AND sw_s.sw_event_time >= $3 AND sw_s.sw_event_time < $5"
+										" AND %s OFFSET 0",
+										sw_stream_columns_sql(relid, "sw_s"), sw_relation_name(relid),
+										sw_not_late_sql(relid)),
+							   count_param_types, lengthof(count_param_types));
+	foreach(lc, shape->keys)
+	{
+		resno++;
+		tlist = lappend(tlist, makeTargetEntry((Expr *) copyObject(lfirst(lc)), resno,
+											   psprintf("sw_k%d", resno), false));
+	}
+	for (int i = 0; i < 3; i++)
+	{
+		AttrNumber	attno = get_attnum(relid, cols[i]);
+
+		if (attno == InvalidAttrNumber || get_atttype(relid, attno) != types[i])
+			elog(ERROR, "stream %s has no %s column of the expected type",
+				 sw_relation_name(relid), cols[i]);
+		resno++;
+		tlist = lappend(tlist, makeTargetEntry((Expr *) makeVar(shape->rtindex, attno, types[i],
+																-1, InvalidOid, 0),
+											   resno, pstrdup(names[i]), false));
+	}
+	if (sw_replace_stream(q, relid, rows) != 1)
+		elog(ERROR, "count query does not read stream %s once", sw_relation_name(relid));
+	q->targetList = tlist;
+	q->groupClause = NIL;
+	q->groupDistinct = false;
+	q->havingQual = NULL;
+	q->hasAggs = false;
+	q->sortClause = NIL;
+	q->distinctClause = NIL;
+	q->hasDistinctOn = false;
+	return sw_deparse_query(q);
+}
+
+/*
+ * The numbered events of the groups that had events this step, as SQL
+ * over events_sql: per group (sw_k..) the events from its keep event on,
+ * or with t >= $4 when it has none, each with its number sw_num, the
+ * group's count after the step sw_total, its first window not emitted
+ * before the step sw_next and after it sw_nn.
+ */
+static char *
+numbered_sql(const CountShape *sh, const char *events, const char *state,
+			 int64 size, int64 slide)
+{
+	char	   *k = key_list(sh, "");
+
+	return psprintf("SELECT sw_f.*, GREATEST(sw_f.sw_next, CASE WHEN sw_f.sw_total < " INT64_FORMAT
+					" THEN 0 ELSE (sw_f.sw_total - " INT64_FORMAT " + " INT64_FORMAT ") / " INT64_FORMAT
+					" END) AS sw_nn FROM ("
+					"SELECT sw_e.*, sw_e.sw_base + pg_catalog.row_number() OVER (PARTITION BY %s"
+					" ORDER BY sw_e.sw_t, sw_e.sw_p, sw_e.sw_o) - 1 AS sw_num,"
+					" sw_e.sw_base + pg_catalog.count(*) OVER (PARTITION BY %s) AS sw_total FROM ("
+					"SELECT %s, sw_v.sw_t, sw_v.sw_p, sw_v.sw_o,"
+					" CASE WHEN sw_v.sw_gkt IS NULL THEN COALESCE(sw_v.sw_gc, 0)"
+					" ELSE sw_v.sw_gn * " INT64_FORMAT " END AS sw_base,"
+					" COALESCE(sw_v.sw_gn, 0) AS sw_next FROM ("
+					"SELECT sw_u.*, pg_catalog.max(sw_u.sw_sc) OVER sw_g AS sw_gc,"
+					" pg_catalog.max(sw_u.sw_sn) OVER sw_g AS sw_gn,"
+					" pg_catalog.max(sw_u.sw_kt) OVER sw_g AS sw_gkt,"
+					" pg_catalog.max(sw_u.sw_kp) OVER sw_g AS sw_gkp,"
+					" pg_catalog.max(sw_u.sw_ko) OVER sw_g AS sw_gko FROM ("
+					"SELECT sw_n.*, NULL::pg_catalog.int8 AS sw_sc, NULL::pg_catalog.int8 AS sw_sn,"
+					" NULL::pg_catalog.timestamptz AS sw_kt, NULL::pg_catalog.int4 AS sw_kp,"
+					" NULL::pg_catalog.int8 AS sw_ko FROM (%s) sw_n"
+					" UNION ALL SELECT %s, NULL, NULL, NULL, sw_x.sw_count, sw_x.sw_next,"
+					" sw_x.sw_keep_t, sw_x.sw_keep_p, sw_x.sw_keep_o FROM %s sw_x"
+					") sw_u WINDOW sw_g AS (PARTITION BY %s)"
+					") sw_v WHERE sw_v.sw_t IS NOT NULL AND CASE WHEN sw_v.sw_gkt IS NULL"
+					" THEN sw_v.sw_t >= $4 ELSE (sw_v.sw_t, sw_v.sw_p, sw_v.sw_o) >="
+					" (sw_v.sw_gkt, sw_v.sw_gkp, sw_v.sw_gko) END"
+					") sw_e) sw_f",
+					size, size, slide, slide,
+					k, k,
+					key_list(sh, "sw_v."),
+					slide,
+					events,
+					key_list(sh, "sw_x."), state,
+					key_list(sh, "sw_u."));
+}
+
+/*
+ * What replaces the stream in the user's query: the rows of every window
+ * complete now (n >= the group's sw_next, all its events numbered), each
+ * row once per window it is in, with sw_seq, sw_ws and sw_we (the window's
+ * number and first and last event time) after the stream's columns.
+ */
+static char *
+window_rows_sql(Oid relid, const CountShape *sh, const char *numbered,
+				int64 size, int64 slide)
+{
+	return psprintf("SELECT %s, sw_m.sw_seq, sw_m.sw_ws, sw_m.sw_we FROM ("
+					"SELECT sw_h.sw_p, sw_h.sw_o, sw_h.sw_seq,"
+					" pg_catalog.min(sw_h.sw_t) OVER sw_z AS sw_ws,"
+					" pg_catalog.max(sw_h.sw_t) OVER sw_z AS sw_we FROM ("
+					"SELECT sw_c.*, sw_w.sw_seq FROM (%s) sw_c"
+					" CROSS JOIN LATERAL pg_catalog.generate_series("
+					"GREATEST(sw_c.sw_next, CASE WHEN sw_c.sw_num < " INT64_FORMAT " THEN 0"
+					" ELSE (sw_c.sw_num - " INT64_FORMAT " + " INT64_FORMAT ") / " INT64_FORMAT " END),"
+					" LEAST(sw_c.sw_num / " INT64_FORMAT ", CASE WHEN sw_c.sw_total < " INT64_FORMAT
+					" THEN -1 ELSE (sw_c.sw_total - " INT64_FORMAT ") / " INT64_FORMAT " END)"
+					") AS sw_w(sw_seq)"
+					") sw_h WINDOW sw_z AS (PARTITION BY %s, sw_h.sw_seq)"
+					") sw_m JOIN ONLY %s sw_s ON sw_s.sw_partition = sw_m.sw_p"
+					" AND sw_s.sw_offset = sw_m.sw_o OFFSET 0",
+					sw_stream_columns_sql(relid, "sw_s"),
+					numbered,
+					size, size, slide, slide,
+					slide, size, size, slide,
+					key_list(sh, "sw_h."),
+					sw_relation_name(relid));
+}
+
+/* Add a grouped output column (a Var of the window rows) to q. */
+static void
+add_group_column(Query *q, int rtindex, AttrNumber attno, Oid type, const char *name)
+{
+	TargetEntry *tle;
+	SortGroupClause *sgc = makeNode(SortGroupClause);
+	Index		ref = 1;
+	ListCell   *lc;
+
+	foreach(lc, q->targetList)
+		ref = Max(ref, lfirst_node(TargetEntry, lc)->ressortgroupref + 1);
+	tle = makeTargetEntry((Expr *) makeVar(rtindex, attno, type, -1, InvalidOid, 0),
+						  list_length(q->targetList) + 1, pstrdup(name), false);
+	tle->ressortgroupref = ref;
+	q->targetList = lappend(q->targetList, tle);
+	sgc->tleSortGroupRef = ref;
+	get_sort_group_operators(type, true, true, false,
+							 &sgc->sortop, &sgc->eqop, NULL, &sgc->hashable);
+	sgc->nulls_first = false;
+	q->groupClause = lappend(q->groupClause, sgc);
+}
+
+/*
+ * The user's query over the windows complete now: its stream replaced by
+ * window_rows_sql, grouped by window as well.  Outputs the query's own
+ * columns, then sw_seq, sw_ws, sw_we.
+ */
+static char *
+windows_select(Oid relid, const CountShape *sh, const char *window_rows)
+{
+	Query	   *q = copyObject(sh->q);
+	Query	   *rows = sw_analyze_internal(window_rows, count_param_types,
+										   lengthof(count_param_types));
+	RangeTblEntry *rte;
+	int			natts = list_length(rows->targetList) - 3;
+
+	if (sw_replace_stream(q, relid, rows) != 1)
+		elog(ERROR, "count query does not read stream %s once", sw_relation_name(relid));
+	rte = rt_fetch(sh->rtindex, q->rtable);
+	rte->eref->colnames = lappend(rte->eref->colnames, makeString("sw_seq"));
+	rte->eref->colnames = lappend(rte->eref->colnames, makeString("sw_ws"));
+	rte->eref->colnames = lappend(rte->eref->colnames, makeString("sw_we"));
+	add_group_column(q, sh->rtindex, natts + 1, INT8OID, "sw_seq");
+	add_group_column(q, sh->rtindex, natts + 2, TIMESTAMPTZOID, "sw_ws");
+	add_group_column(q, sh->rtindex, natts + 3, TIMESTAMPTZOID, "sw_we");
+	return sw_deparse_query(q);
+}
+
+/*
+ * The step's statement (parameters: count_param_types).  Returns the
+ * result rows written.
+ */
+static char *
+count_statement(const SwQueryDef *def)
+{
+	CountShape *sh = count_shape(def->stream, def->query);
+	char	   *state = sw_relation_name(def->pane_table);
+	char	   *numbered = numbered_sql(sh, events_sql(def->stream, sh), state,
+										def->count_size, def->count_slide);
+	char	   *select = windows_select(def->stream, sh,
+										window_rows_sql(def->stream, sh, numbered,
+														def->count_size, def->count_slide));
+	List	   *cols;
+	StringInfoData sql;
+	StringInfoData names;
+	StringInfoData keys;
+	StringInfoData sets;
+	StringInfoData aliases;
+	ListCell   *lc;
+	char	   *k = key_list(sh, "");
+	int			i = 0;
+
+	if (!OidIsValid(def->result_table))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("result table %s of query \"%s\" does not exist",
+						def->result_name, def->name),
+				 errhint("Create it again with the same columns and key, or drop the query.")));
+	cols = sw_query_columns(def->stream, def->query);
+	initStringInfo(&names);
+	initStringInfo(&keys);
+	initStringInfo(&sets);
+	initStringInfo(&aliases);
+	appendStringInfoString(&keys, "window_seq");
+	appendStringInfoString(&sets, "window_start = EXCLUDED.window_start, window_end = EXCLUDED.window_end");
+	foreach(lc, cols)
+	{
+		SwOutputColumn *col = lfirst(lc);
+		const char *name = quote_identifier(col->name);
+
+		i++;
+		appendStringInfo(&names, ", %s", name);
+		appendStringInfo(&aliases, "sw_o%d, ", i);
+		if (col->is_key)
+			appendStringInfo(&keys, ", %s", name);
+		else
+			appendStringInfo(&sets, ", %s = EXCLUDED.%s", name, name);
+	}
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "WITH sw_st AS (INSERT INTO %s AS sw_x (%s, sw_count, sw_next,"
+					 " sw_keep_t, sw_keep_p, sw_keep_o)"
+					 " SELECT %s, pg_catalog.max(sw_c.sw_total), pg_catalog.max(sw_c.sw_nn),"
+					 " pg_catalog.max(sw_c.sw_t) FILTER (WHERE sw_c.sw_num = sw_c.sw_nn * " INT64_FORMAT "),"
+					 " pg_catalog.max(sw_c.sw_p) FILTER (WHERE sw_c.sw_num = sw_c.sw_nn * " INT64_FORMAT "),"
+					 " pg_catalog.max(sw_c.sw_o) FILTER (WHERE sw_c.sw_num = sw_c.sw_nn * " INT64_FORMAT ")"
+					 " FROM (%s) sw_c GROUP BY %s"
+					 " ON CONFLICT (%s) DO UPDATE SET sw_count = EXCLUDED.sw_count,"
+					 " sw_next = EXCLUDED.sw_next, sw_keep_t = EXCLUDED.sw_keep_t,"
+					 " sw_keep_p = EXCLUDED.sw_keep_p, sw_keep_o = EXCLUDED.sw_keep_o RETURNING 1),\n"
+					 "sw_ins AS (INSERT INTO %s AS sw_r (window_seq, window_start, window_end%s)"
+					 " SELECT sw_q.sw_seq, sw_q.sw_ws, sw_q.sw_we",
+					 state, k, key_list(sh, "sw_c."),
+					 def->count_slide, def->count_slide, def->count_slide,
+					 numbered, key_list(sh, "sw_c."), k,
+					 sw_relation_name(def->result_table), names.data);
+	for (int j = 1; j <= i; j++)
+		appendStringInfo(&sql, ", sw_q.sw_o%d", j);
+	appendStringInfo(&sql, " FROM (%s) sw_q(%ssw_seq, sw_ws, sw_we)"
+					 "\nON CONFLICT (%s) DO UPDATE SET %s RETURNING 1)\n"
+					 "SELECT (SELECT pg_catalog.count(*) FROM sw_ins),"
+					 " (SELECT pg_catalog.count(*) FROM sw_st)",
+					 select, aliases.data, keys.data, sets.data);
+	return sql.data;
+}
+
+/*
+ * Make the query's state table if it has none, as its owner (the current
+ * user), and record it.  Only at create_count_query: a step never makes
+ * one (the counts it held cannot be rebuilt).
+ */
+static void
+make_count_table(SwQueryDef *def)
+{
+	CountShape *sh = count_shape(def->stream, def->query);
+	Oid			nsp;
+	char	   *name;
+	char	   *qname;
+	StringInfoData sql;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (OidIsValid(def->pane_table))
+		return;
+	if (!OidIsValid(def->result_table))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("result table %s of query \"%s\" does not exist",
+						def->result_name, def->name)));
+	nsp = get_rel_namespace(def->result_table);
+	name = ChooseRelationName(get_rel_name(def->result_table), NULL, "count", nsp, false);
+	qname = quote_qualified_identifier(get_namespace_name(nsp), name);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE TABLE %s (", qname);
+	foreach(lc, sh->keys)
+	{
+		Node	   *key = lfirst(lc);
+		Oid			coll = exprCollation(key);
+
+		i++;
+		appendStringInfo(&sql, "sw_k%d %s", i,
+						 format_type_extended(exprType(key), exprTypmod(key),
+											  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
+		if (OidIsValid(coll) && coll != DEFAULT_COLLATION_OID)
+			appendStringInfo(&sql, " COLLATE %s", generate_collation_name(coll));
+		appendStringInfoString(&sql, ", ");
+	}
+	appendStringInfo(&sql, "sw_count pg_catalog.int8 NOT NULL, sw_next pg_catalog.int8 NOT NULL,"
+					 " sw_keep_t pg_catalog.timestamptz, sw_keep_p pg_catalog.int4,"
+					 " sw_keep_o pg_catalog.int8, UNIQUE NULLS NOT DISTINCT (%s))",
+					 key_list(sh, ""));
+	sw_spi_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	sw_spi_exec(psprintf("CREATE INDEX ON %s (sw_keep_t)", qname),
+				0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	sw_spi_exec(psprintf("COMMENT ON TABLE %s IS %s", qname,
+						 quote_literal_cstr(psprintf("streamwm: state of count query %s (how many "
+													 "events of each group are numbered; not a cache: "
+													 "do not change it)", def->name))),
+				0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	CommandCounterIncrement();
+	def->pane_table = get_relname_relid(name, nsp);
+	sw_catalog_record_panes(def->name, def->pane_table, "count", (Datum) 0);
+}
+
+/* The earliest keep time of the query's groups, DT_NOEND if none. */
+static TimestampTz
+earliest_keep(const SwQueryDef *def)
+{
+	bool		isnull;
+	Datum		d;
+
+	sw_spi_exec(psprintf("SELECT pg_catalog.min(sw_keep_t) FROM %s",
+						 sw_relation_name(def->pane_table)),
+				0, NULL, NULL, NULL, SPI_OK_SELECT);
+	d = sw_spi_getdatum(0, 1, &isnull);
+	SPI_freetuptable(SPI_tuptable);
+	return isnull ? DT_NOEND : DatumGetTimestampTz(d);
+}
+
+/*
+ * A step of a count query, as its owner (the current user): number the
+ * events with lo <= t < hi (lo = closed_until, hi = W), upsert the windows
+ * complete now and the new state, and record what retention must keep.
+ */
+void
+sw_count_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi,
+						int64 *windows, int64 *rows)
+{
+	SwStepEntry *e = sw_step_entry(def);
+	Datum		values[5];
+	TimestampTz from;
+	bool		isnull;
+
+	*windows = 0;
+	*rows = 0;
+	if (!OidIsValid(def->pane_table))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("the state table of count query \"%s\" is missing", def->name),
+				 errdetail("It held how many events of each group were numbered, which the stream's rows no longer show."),
+				 errhint("Drop the query and create it again; its windows are numbered anew.")));
+	if (e->plan == NULL || e->statement_pane_table != def->pane_table)
+	{
+		char	   *sql = count_statement(def);
+
+		sw_step_entry_depends(e, sw_query_relids(sw_analyze_window_query(def->query)));
+		/* privileges before planning: see sw_check_statement_privileges */
+		sw_check_statement_privileges(sql, 5, count_param_types);
+		sw_step_entry_set_statement(e, sql, 5, count_param_types, def->pane_table);
+	}
+	from = Min(lo, earliest_keep(def));
+	values[0] = Int64GetDatum(def->start_offset);
+	values[1] = offsets;
+	values[2] = TimestampTzGetDatum(from);
+	values[3] = TimestampTzGetDatum(lo);
+	values[4] = TimestampTzGetDatum(hi);
+	if (SPI_execute_plan(e->plan, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
+	*rows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+	*windows = *rows;
+	SPI_freetuptable(SPI_tuptable);
+	/* CommandCounterIncrement by SPI: the state as the statement left it */
+	sw_catalog_record_count_needs(def->name, Min(hi, earliest_keep(def)));
+}
+
+/*
+ * streamwm._set_count_windows(name text, size int, slide int): make a
+ * query that _register_query has just recorded a count query (plan
+ * 'count', no hop or size), after checking its shape as the caller.
+ */
+Datum
+streamwm_set_count_windows(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int32		size = PG_GETARG_INT32(1);
+	int32		slide = PG_GETARG_INT32(2);
+	SwQueryDef *def;
+	int			nestlevel;
+
+	if (size <= 0 || slide <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("size and slide of a count query must be positive")));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	def = sw_load_managed_query(name);
+	/* only what _create_count_query has just registered, never another query */
+	if (def->count || def->hop_us != 1 || def->size_us != 1 || OidIsValid(def->pane_table) ||
+		!TIMESTAMP_IS_NOBEGIN(def->count_needs) || def->result_stream ||
+		!OidIsValid(def->result_table) ||
+		get_attnum(def->result_table, "window_seq") == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("query \"%s\" cannot be made a count query", name),
+				 errhint("Use streamwm.create_count_query().")));
+	nestlevel = sw_enter_safe_path();
+	(void) count_shape(def->stream, def->query);
+	sw_leave_safe_path(nestlevel);
+	sw_catalog_make_count_query(name, size, slide);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * streamwm._check_count_query(name text): as the query's owner, make its
+ * state table and plan and run its statement over no row, so that
+ * create_count_query reports what a step would fail on.
+ */
+Datum
+streamwm_check_count_query(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	SwQueryDef *def;
+	SwRoleContext cx;
+	SPIPlanPtr	plan;
+	char	   *sql;
+	Datum		values[5];
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	def = sw_load_managed_query(name);
+	if (!def->count)
+		elog(ERROR, "query \"%s\" is not a count query", name);
+	sw_enter_role(def->owner, def->search_path, &cx);
+	PG_TRY();
+	{
+		make_count_table(def);
+		sql = count_statement(def);
+		sw_check_statement_privileges(sql, 5, count_param_types);
+		plan = SPI_prepare(sql, 5, (Oid *) count_param_types);
+		if (plan == NULL)
+			elog(ERROR, "could not plan window query \"%s\": %s", name,
+				 SPI_result_code_string(SPI_result));
+		/* no row: t >= -infinity and t < -infinity */
+		values[0] = Int64GetDatum(0);
+		values[1] = PointerGetDatum(construct_empty_array(INT8OID));
+		values[2] = TimestampTzGetDatum(DT_NOBEGIN);
+		values[3] = TimestampTzGetDatum(DT_NOBEGIN);
+		values[4] = TimestampTzGetDatum(DT_NOBEGIN);
+		if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not run window query \"%s\"", name);
+	}
+	PG_CATCH();
+	{
+		sw_reraise(cxt, NULL, psprintf("window query \"%s\"", name), NULL);
+	}
+	PG_END_TRY();
+	sw_leave_role(&cx);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
