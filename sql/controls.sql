@@ -92,8 +92,26 @@ SELECT streamwm.process('ctl_two', now => (SELECT max(last_arrival) FROM streamw
 SELECT query, state, pending_events FROM streamwm.queries WHERE query = 'ctl_two_q';
 SELECT watermark_stalled FROM streamwm.streams WHERE stream = 'ctl_two'::regclass;
 
+-- result_retention (SPEC section 11): each step deletes the result rows
+-- that ended before W - result_retention; an ordered query's by event
+-- time, its seq going on without reuse
+SELECT streamwm.create_query('ctl_rr', 'SELECT count(*) AS n FROM ctl_two', hop => '10 s', size => '10 s',
+                             result_retention => '25 s');
+SELECT streamwm.create_query('ctl_rr_log', 'SELECT v FROM ctl_two', hop => NULL, size => NULL,
+                             result_retention => '25 s');
+SELECT streamwm.create_query('ctl_rr_bad', 'SELECT count(*) AS n FROM ctl_two', hop => '10 s', size => '10 s',
+                             result_retention => '-1 s');
+SELECT sum(streamwm.ingest('ctl_two', format('{"v": %s}', i)::jsonb, partition => i % 2,
+                           write_time => to_timestamp(i)))
+  FROM generate_series(10, 70) i;
+SELECT streamwm.process('ctl_two', now => (SELECT max(last_arrival) FROM streamwm.partitions
+                                           WHERE stream = 'ctl_two'::regclass));
+SELECT watermark FROM streamwm.streams WHERE stream = 'ctl_two'::regclass;
+SELECT window_start, window_end, n FROM ctl_rr ORDER BY 1;
+SELECT min(seq), max(seq), count(*), min(event_time) FROM ctl_rr_log;
+
 SELECT streamwm.drop_query(q, drop_result => true)
-  FROM unnest('{ctl_live,ctl_paused,ctl_fails,ctl_two_q}'::text[]) q;
+  FROM unnest('{ctl_live,ctl_paused,ctl_fails,ctl_two_q,ctl_rr,ctl_rr_log}'::text[]) q;
 SELECT streamwm.drop_stream('ctl_s');
 SELECT streamwm.drop_stream('ctl_two');
 DROP TABLE ctl_rows;

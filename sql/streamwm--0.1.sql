@@ -89,6 +89,7 @@ CREATE TABLE streamwm.query_def (
                                         -- origin + n * hop (date_bin alignment)
     time_domain     text NOT NULL DEFAULT 'event' -- 'processing': the clock of the step
         CHECK (time_domain IN ('event', 'processing')), -- that read a row (SPEC section 11)
+    result_retention interval,          -- result rows ending before W - this are deleted
     -- session windows (create_session_query, src/session.c); hop = size = gap internally
     gap             interval,           -- NULL for hopping queries
     session_from    timestamptz,        -- the first event time of the earliest session still
@@ -603,15 +604,24 @@ CREATE FUNCTION streamwm.create_query(
     start_from   text DEFAULT 'latest',
     result_stream regclass DEFAULT NULL,  -- a chain: write the windows into this stream
     origin       timestamptz DEFAULT '1970-01-01 00:00:00+00',  -- windows start at origin + n * hop
-    time_domain  text DEFAULT 'event')    -- 'processing': the clock of the step that reads a row
+    time_domain  text DEFAULT 'event',    -- 'processing': the clock of the step that reads a row
+    result_retention interval DEFAULT NULL) -- delete result rows ending before W minus this
 RETURNS regclass
 LANGUAGE sql AS $$
-SELECT CASE WHEN $3 IS NULL AND $4 IS NULL
-            THEN streamwm._create_ordered_query($1, $2, $5, $6,
-                                               pg_catalog.current_setting('search_path'), $7)
-            ELSE streamwm._create_query($1, $2, $3, $4, $5, $6,
-                                        pg_catalog.current_setting('search_path'), $7, $8, $9) END
+SELECT streamwm._set_result_retention($1,
+         CASE WHEN $3 IS NULL AND $4 IS NULL
+              THEN streamwm._create_ordered_query($1, $2, $5, $6,
+                                                 pg_catalog.current_setting('search_path'), $7)
+              ELSE streamwm._create_query($1, $2, $3, $4, $5, $6,
+                                          pg_catalog.current_setting('search_path'), $7, $8, $9) END,
+         $10)
 $$;
+
+-- create_query's result_retention (SPEC section 11): each step deletes the
+-- query's result rows whose window_end (an ordered query's event_time) is
+-- older than W - result_retention.  Returns result.
+CREATE FUNCTION streamwm._set_result_retention(name text, result regclass, result_retention interval)
+    RETURNS regclass AS 'MODULE_PATHNAME', 'streamwm_set_result_retention' LANGUAGE C;
 
 -- A new query's start offset: 'latest', only rows that get their offset
 -- after this point; 'earliest', every retained row.
@@ -1501,6 +1511,52 @@ SELECT l.stream, l.partition, l.sw_offset, l.sw_event_time, l.watermark
 GRANT USAGE ON SCHEMA streamwm TO PUBLIC;
 GRANT SELECT ON streamwm.streams, streamwm.partitions, streamwm.queries,
                streamwm.late_events TO PUBLIC;
+
+-- What \dx+ streamwm and \df+ show of the public API (the _-prefixed
+-- functions are internal: called by these, never by users).
+COMMENT ON FUNCTION streamwm.create_stream(text, text, int, interval, text, text, interval, interval,
+                                           interval, interval, interval) IS
+    'create a stream table (user columns + sw_partition, sw_offset, sw_write_time, sw_event_time)';
+COMMENT ON FUNCTION streamwm.drop_stream(regclass, boolean) IS
+    'drop a stream table and its catalog rows (cascade: its queries too)';
+COMMENT ON FUNCTION streamwm.ingest(regclass, jsonb, int, timestamptz) IS
+    'insert a JSON object or array of objects into a stream; returns the rows stored';
+COMMENT ON FUNCTION streamwm.ingest_lines(regclass, text, int, timestamptz) IS
+    'insert one JSON object per line into a stream; returns the rows stored';
+COMMENT ON FUNCTION streamwm.process(regclass, timestamptz) IS
+    'run one processing step on a stream (all streams when NULL), as a worker tick does';
+COMMENT ON FUNCTION streamwm.create_query(text, text, interval, interval, text, text, regclass,
+                                          timestamptz, text, interval) IS
+    'create a hopping/tumbling window query (hop and size NULL: ordered output); returns the result table';
+COMMENT ON FUNCTION streamwm.create_session_query(text, text, interval, text, text) IS
+    'create a session window query (sessions per group closed by a gap); returns the result table';
+COMMENT ON FUNCTION streamwm.create_count_query(text, text, int, int, text, text) IS
+    'create a count window query (every size events per group, every slide); returns the result table';
+COMMENT ON FUNCTION streamwm.alter_query(text, text) IS
+    'give a query a new text from its next window that has not closed';
+COMMENT ON FUNCTION streamwm.recompute(text, timestamptz, timestamptz) IS
+    'recompute and upsert the closed windows of a query in a range, from retained rows';
+COMMENT ON FUNCTION streamwm.pause_query(text) IS
+    'stop closing a query''s windows, keeping its position and the rows it needs';
+COMMENT ON FUNCTION streamwm.resume_query(text) IS
+    'let a paused query catch up';
+COMMENT ON FUNCTION streamwm.drop_query(text, boolean) IS
+    'drop a query (drop_result: its result table too)';
+COMMENT ON VIEW streamwm.streams IS
+    'one row per stream: watermark, events, late and expired rows, lag, why W is stalled';
+COMMENT ON VIEW streamwm.partitions IS
+    'one row per stream partition: offsets, watermark, last arrival, idle, open writers holding it';
+COMMENT ON VIEW streamwm.queries IS
+    'one row per query: state, closed_until, windows emitted and re-fired, pending events, lag, last error';
+COMMENT ON VIEW streamwm.late_events IS
+    'every event dropped as late, with W when it was processed';
+COMMENT ON TABLE streamwm.commit_log IS
+    'internal: when each transaction''s rows reached each partition (commit order)';
+COMMENT ON TABLE streamwm.stream_def IS 'internal: one row per stream';
+COMMENT ON TABLE streamwm.query_def IS 'internal: one row per query';
+COMMENT ON TABLE streamwm.partition_state IS 'internal: what the watermark rule remembers of each partition';
+COMMENT ON TABLE streamwm.late_event_log IS 'internal: the late events (see streamwm.late_events)';
+COMMENT ON TABLE streamwm.retention_mark IS 'internal: retention''s map of a stream by offset';
 
 /* ---------------------------------------------------------------------
  * Background worker

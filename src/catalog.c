@@ -55,6 +55,7 @@ PG_FUNCTION_INFO_V1(streamwm_set_allowed_lateness);
 PG_FUNCTION_INFO_V1(streamwm_register_query);
 PG_FUNCTION_INFO_V1(streamwm_unregister_query);
 PG_FUNCTION_INFO_V1(streamwm_pause_query);
+PG_FUNCTION_INFO_V1(streamwm_set_result_retention);
 PG_FUNCTION_INFO_V1(streamwm_resume_query);
 PG_FUNCTION_INFO_V1(streamwm_check_create_table);
 
@@ -814,6 +815,50 @@ set_query_paused(const char *name, bool paused)
 	SPI_finish();
 }
 
+/*
+ * streamwm._set_result_retention(name, result, result_retention): records
+ * create_query's result_retention for the query just created; returns
+ * result (create_query's value).  NULL: result rows are kept.
+ */
+Datum
+streamwm_set_result_retention(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	Oid			owner;
+	SwRoleContext cx;
+	Oid			types[2] = {TEXTOID, INTERVALOID};
+	Datum		values[2];
+	Interval   *rr;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	if (PG_ARGISNULL(2))
+		PG_RETURN_DATUM(PG_GETARG_DATUM(1));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	rr = PG_GETARG_INTERVAL_P(2);
+	if (rr->month != 0 || sw_interval_usec(rr) <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("result_retention must be positive and must not contain months or years")));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	(void) lock_managed_query(name, &owner, NULL);
+	values[0] = CStringGetTextDatum(name);
+	values[1] = IntervalPGetDatum(rr);
+	sw_enter_catalog(&cx);
+	sw_spi_exec("UPDATE streamwm.query_def SET result_retention = $2 WHERE name = $1"
+				" AND NOT result_stream",
+				2, types, values, NULL, SPI_OK_UPDATE);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("query \"%s\" writes into a stream: result_retention does not apply", name),
+				 errhint("The result stream has its own retention.")));
+	sw_leave_role(&cx);
+	SPI_finish();
+	PG_RETURN_DATUM(PG_GETARG_DATUM(1));
+}
+
 Datum
 streamwm_pause_query(PG_FUNCTION_ARGS)
 {
@@ -1454,7 +1499,7 @@ sw_catalog_load_query(const char *name)
 				"   WHERE d.stream = query_def.stream), start_closed_until, paused, result_stream,"
 				" origin, rows_upserted, time_domain = 'processing',"
 				" coalesce(session_from, '-infinity'), coalesce(session_floor, '-infinity'),"
-				" count_size, count_slide, count_needs"
+				" count_size, count_slide, count_needs, result_retention"
 				" FROM streamwm.query_def WHERE name = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
@@ -1506,6 +1551,8 @@ sw_catalog_load_query(const char *name)
 	def->count_needs = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
 	/* stored with hop and size 0 (a count query has NULL) */
 	def->ordered = def->size_us == 0 && !def->count;
+	d = sw_spi_getdatum(0, 29, &isnull);
+	def->result_retention_us = isnull ? 0 : sw_interval_usec(DatumGetIntervalP(d));
 	return def;
 }
 

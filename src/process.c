@@ -710,6 +710,23 @@ close_windows(SwQueryDef *def, TimestampTz upto, Datum offsets)
 							  DT_NOBEGIN : def->closed_until - def->size_us,
 							  upto - def->size_us,
 							  &windows, &rows, &refired);
+		/* result_retention: the rows that ended long enough before go */
+		if (def->result_retention_us > 0 && OidIsValid(def->result_table) &&
+			!TIMESTAMP_NOT_FINITE(upto))
+		{
+			Oid			type = TIMESTAMPTZOID;
+			TimestampTz before;
+			Datum		value;
+
+			if (!pg_sub_s64_overflow(upto, def->result_retention_us, &before))
+			{
+				value = TimestampTzGetDatum(before);
+				sw_spi_exec(psprintf("DELETE FROM %s WHERE %s OPERATOR(pg_catalog.<) $1",
+									 sw_relation_name(def->result_table),
+									 def->ordered ? "event_time" : "window_end"),
+							1, &type, &value, NULL, SPI_OK_DELETE);
+			}
+		}
 		sw_query_timeout_disable();
 		/* a timeout that fired just before it was disabled fails here */
 		CHECK_FOR_INTERRUPTS();

@@ -49,6 +49,7 @@ typedef struct SwQueryDef
 	TimestampTz count_needs;	/* count query: rows from here on are still needed
 								 * (DT_NOBEGIN before its first step: closed_until) */
 	bool		ordered;		/* an ordered query (hop and size NULL, stored as 0) */
+	int64		result_retention_us;	/* 0: keep every result row */
 } SwQueryDef;
 
 extern List *sw_relation_rtes(Query *q);
