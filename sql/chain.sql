@@ -98,6 +98,11 @@ SELECT streamwm.alter_query('ch_stage1',
   'SELECT auction, count(*) AS n, min(price) AS top FROM ch_bids GROUP BY auction');
 SELECT definition FROM streamwm.queries WHERE query = 'ch_stage1';
 
+-- a stream a query writes into cannot be dropped from under it
+SELECT streamwm.drop_stream('ch_per5');
+DROP TABLE ch_per5;
+SELECT count(*) AS still_there FROM streamwm.streams WHERE stream = 'ch_per5'::regclass;
+
 SELECT streamwm.drop_query(q, drop_result => true)
   FROM unnest('{ch_stage2,ch_stage2h,ch_direct,ch_directh}'::text[]) q;
 SELECT streamwm.drop_query('ch_stage1');

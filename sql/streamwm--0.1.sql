@@ -1260,6 +1260,7 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     gone oid[];
     pane regclass;
+    chain record;
 BEGIN
     SELECT array_agg(o.objid) INTO gone
       FROM pg_event_trigger_dropped_objects() o
@@ -1267,6 +1268,16 @@ BEGIN
        AND o.object_type = 'table';
     IF gone IS NULL THEN
         RETURN;
+    END IF;
+    -- a chain into a dropped stream would fail for good and hold its own
+    -- stream's rows back: refused, as drop_stream refuses it
+    SELECT q.name, q.result_name INTO chain FROM streamwm.query_def q
+     WHERE q.result_stream AND q.result_table::oid = ANY (gone) AND NOT q.stream::oid = ANY (gone)
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'cannot drop stream % because query "%" writes into it', chain.result_name, chain.name
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'Drop that query first, or use streamwm.drop_stream(..., cascade => true).';
     END IF;
     DELETE FROM streamwm.late_event_log l WHERE l.stream::oid = ANY (gone);
     -- the pane state of the stream's queries goes with them

@@ -686,7 +686,8 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 	if (!pg_class_ownercheck(result, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, relname);
 	/* a chain: the results go into another stream (SPEC section 10) */
-	chain = sw_lookup_stream(result, false, NULL, NULL);
+	/* locked, so that two queries cannot both become its one writer */
+	chain = sw_lookup_stream(result, true, NULL, NULL);
 	if (chain && result == relid)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
