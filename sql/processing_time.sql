@@ -50,6 +50,9 @@ SELECT query, closed_until FROM streamwm.queries WHERE query = 'pt_q';
 CALL pt_step('{108}', '2030-01-01 00:00:31+00');
 SELECT window_start, k, n, s FROM pt_q WHERE window_start >= '2030-01-01 00:00:20+00' ORDER BY 1, 2;
 
+-- nothing to recompute from: when each row was read is not kept
+SELECT streamwm.recompute('pt_q', '-infinity', 'infinity');
+
 SELECT streamwm.drop_query(q, drop_result => true) FROM unnest('{pt_q,pt_hop,pt_event}'::text[]) q;
 DROP PROCEDURE pt_step(int[], timestamptz);
 SELECT streamwm.drop_stream('pt_s');

@@ -237,6 +237,20 @@ SELECT * FROM ss_retq ORDER BY window_start, k;
 SELECT session_from FROM streamwm.query_def WHERE name = 'ss_retq';
 SELECT expired_rows FROM streamwm.streams WHERE stream = 'ss_ret'::regclass;
 
+-- an event near the end of the timestamp range (any writer can send one)
+-- keeps its session open, and does not make every step fail
+SELECT streamwm.create_stream('ss_far', 'k int, ts timestamptz', event_time => 'ts',
+                              idle_timeout => '1 hour', max_future_skew => NULL);
+SELECT streamwm.create_session_query('ss_farq', 'SELECT k, count(*) AS n FROM ss_far GROUP BY k',
+                                     gap => '10 s');
+INSERT INTO ss_far (k, ts) VALUES (1, '2024-01-01 00:00:00+00'), (2, '2024-01-01 00:00:01+00'),
+                                  (2, '294276-12-31 23:59:59+00'), (1, '2024-01-01 00:01:00+00');
+SELECT streamwm.process('ss_far', now => now());
+SELECT window_start, window_end, k, n FROM ss_farq ORDER BY 1, 3;
+SELECT errors, last_error FROM streamwm.query_def WHERE name = 'ss_farq';
+SELECT streamwm.drop_query('ss_farq', drop_result => true);
+SELECT streamwm.drop_stream('ss_far');
+
 SELECT streamwm.drop_query('ss_retq', drop_result => true);
 SELECT to_regclass('ss_retq');
 SELECT streamwm.drop_query('ss_dimq', drop_result => true);

@@ -390,15 +390,16 @@ streamwm_alter_query(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	/* only the query's owner (or a member) may: checked before the text is read */
 	def = sw_load_managed_query(name);
+	/* the lock order of a step: the stream's catalog row first */
+	(void) sw_lookup_stream(def->stream, true, NULL, NULL);
+	/* loaded again under the lock: the query may have been re-created meanwhile */
+	def = sw_load_managed_query(name);
 	if (def->session)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot alter session query \"%s\"", name),
 				 errdetail("A session still open holds events read under the old text; it would mix both."),
 				 errhint("Drop it and create a new session query (start_from => 'earliest' reads the retained rows).")));
-	/* the lock order of a step: the stream's catalog row first */
-	(void) sw_lookup_stream(def->stream, true, NULL, NULL);
-	def = sw_load_managed_query(name);
 	if (def->ordered)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -514,6 +515,12 @@ streamwm_recompute(PG_FUNCTION_ARGS)
 	if (!sw_lookup_stream(def->stream, true, NULL, &np))
 		sw_not_a_stream(def->stream);
 	def = sw_load_managed_query(name);
+	/* processing time: when each row was read is not kept, nothing to recompute from */
+	if (def->processing)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot recompute query \"%s\": it is in processing time", name),
+				 errdetail("Its windows hold the rows each step read, by that step's clock; the stream does not record when a row was read.")));
 	/* an ordered query's rows are final: nothing to compute again */
 	if (def->ordered)
 		ereport(ERROR,

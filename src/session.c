@@ -256,8 +256,15 @@ sw_session_statement(const SwQueryDef *def)
 	} while (0)
 
 	initStringInfo(&tag);
+	/*
+	 * A session whose last event is at or above W is open whatever its end:
+	 * 'infinity', so that an event near the end of the timestamp range
+	 * cannot make last + gap overflow at every step.
+	 */
 	appendStringInfo(&tag, "SELECT %s, sw_b.sw_session_first AS sw_session_start,"
-					 " sw_b.sw_session_last OPERATOR(pg_catalog.+) %s AS sw_session_end FROM ("
+					 " CASE WHEN sw_b.sw_session_last OPERATOR(pg_catalog.>=) $5"
+					 " THEN 'infinity'::pg_catalog.timestamptz"
+					 " ELSE sw_b.sw_session_last OPERATOR(pg_catalog.+) %s END AS sw_session_end FROM ("
 					 "SELECT sw_a.*, pg_catalog.min(sw_a.sw_event_time) OVER sw_w AS sw_session_first,"
 					 " pg_catalog.max(sw_a.sw_event_time) OVER sw_w AS sw_session_last FROM ("
 					 "SELECT sw_n.*, pg_catalog.sum(sw_n.sw_session_new) OVER (",
