@@ -89,43 +89,23 @@ extern Datum streamwm_bind_query(PG_FUNCTION_ARGS);
  * analyzes (an object it used is gone: the new text may be the repair).
  * A cancel is not swallowed.
  */
+static void *
+columns_of(void *arg)
+{
+	const SwQueryDef *def = arg;
+
+	return sw_query_columns(def->stream, def->query);
+}
+
 static List *
 stored_columns(const SwQueryDef *def)
 {
-	MemoryContext old = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	List	   *volatile cols = NIL;
+	ErrorData  *error;
+	List	   *cols = sw_try_as_role(def->owner, columns_of, (void *) def,
+									  CurrentMemoryContext, &error);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(old);
-	PG_TRY();
-	{
-		SwRoleContext cx;
-
-		sw_enter_role(def->owner, SW_SAFE_SEARCH_PATH, &cx);
-		cols = sw_query_columns(def->stream, def->query);
-		sw_leave_role(&cx);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(old);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(old);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(old);
-		CurrentResourceOwner = oldowner;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-		cols = NIL;
-	}
-	PG_END_TRY();
+	if (error)
+		FreeErrorData(error);
 	return cols;
 }
 
@@ -261,12 +241,7 @@ check_result_table(const SwQueryDef *def, List *old_cols, List *new_cols)
 	StringInfoData add;
 	ListCell   *lc;
 
-	if (!OidIsValid(def->result_table))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("result table %s of query \"%s\" does not exist",
-						def->result_name, def->name),
-				 errhint("Create it again with the same columns and key, or drop the query.")));
+	sw_require_result_table(def);
 	if (old_cols != NIL && !same_key(old_cols, new_cols))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -546,12 +521,7 @@ streamwm_recompute(PG_FUNCTION_ARGS)
 				 errmsg("cannot recompute query \"%s\": it writes into stream %s",
 						name, sw_relation_name(def->result_table)),
 				 errdetail("The rows of its closed windows have been appended to that stream and read from it.")));
-	if (!OidIsValid(def->result_table))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("result table %s of query \"%s\" does not exist",
-						def->result_name, def->name),
-				 errhint("Create it again with the same columns and key, or drop the query.")));
+	sw_require_result_table(def);
 
 	/*
 	 * The windows: aligned starts from the first at or after 'from' to the

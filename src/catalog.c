@@ -198,6 +198,55 @@ sw_leave_role(SwRoleContext *cx)
 	SetUserIdAndSecContext(cx->save_userid, cx->save_sec_context);
 }
 
+/*
+ * Call fn(arg) as 'role', with search_path = pg_catalog, pg_temp, in a
+ * subtransaction, allocating in cxt, and return its result.  An error other
+ * than a cancel or a shutdown (those go on) is rolled back and returned in
+ * *error, with NULL: used to analyze a stored query again, which may no
+ * longer analyze (an object it used is gone).
+ */
+void *
+sw_try_as_role(Oid role, void *(*fn) (void *arg), void *arg, MemoryContext cxt,
+			   ErrorData **error)
+{
+	MemoryContext old = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	void	   *volatile result = NULL;
+
+	*error = NULL;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		SwRoleContext cx;
+
+		sw_enter_role(role, SW_SAFE_SEARCH_PATH, &cx);
+		result = fn(arg);
+		sw_leave_role(&cx);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(old);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(old);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(old);
+		CurrentResourceOwner = oldowner;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			ReThrowError(edata);
+		*error = edata;
+		result = NULL;
+	}
+	PG_END_TRY();
+	return result;
+}
+
 /* The owner of a relation. */
 Oid
 sw_relation_owner(Oid relid)
@@ -1733,6 +1782,24 @@ sw_catalog_alter_query(const char *name, const char *query, const char *query_te
 	sw_leave_role(&cx);
 }
 
+/* One timestamp of a stream's catalog row by sql ($1: the stream), as the catalog's owner. */
+static TimestampTz
+stream_def_timestamp(Oid relid, const char *sql)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	TimestampTz result = DT_NOBEGIN;
+	bool		isnull;
+	SwRoleContext cx;
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec(sql, 1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+		result = DatumGetTimestampTz(sw_spi_getdatum(0, 1, &isnull));
+	sw_leave_role(&cx);
+	return result;
+}
+
 /*
  * How far retention alone removed a stream's rows (stream_def.
  * retention_horizon: rows with event time before it may be gone; purges
@@ -1743,20 +1810,8 @@ sw_catalog_alter_query(const char *name, const char *query, const char *query_te
 TimestampTz
 sw_catalog_retention_horizon(Oid relid)
 {
-	Oid			types[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	TimestampTz horizon = DT_NOBEGIN;
-	bool		isnull;
-	SwRoleContext cx;
-
-	sw_enter_catalog(&cx);
-	sw_spi_exec("SELECT retention_horizon FROM streamwm.stream_def"
-				" WHERE stream OPERATOR(pg_catalog.=) $1",
-				1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 1)
-		horizon = DatumGetTimestampTz(sw_spi_getdatum(0, 1, &isnull));
-	sw_leave_role(&cx);
-	return horizon;
+	return stream_def_timestamp(relid, "SELECT retention_horizon FROM streamwm.stream_def"
+								" WHERE stream OPERATOR(pg_catalog.=) $1");
 }
 
 /*
@@ -1768,20 +1823,8 @@ sw_catalog_retention_horizon(Oid relid)
 TimestampTz
 sw_catalog_retained_from(Oid relid)
 {
-	Oid			types[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	TimestampTz retained_from = DT_NOBEGIN;
-	bool		isnull;
-	SwRoleContext cx;
-
-	sw_enter_catalog(&cx);
-	sw_spi_exec("SELECT retained_from FROM streamwm.stream_def"
-				" WHERE stream OPERATOR(pg_catalog.=) $1 FOR SHARE",
-				1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 1)
-		retained_from = DatumGetTimestampTz(sw_spi_getdatum(0, 1, &isnull));
-	sw_leave_role(&cx);
-	return retained_from;
+	return stream_def_timestamp(relid, "SELECT retained_from FROM streamwm.stream_def"
+								" WHERE stream OPERATOR(pg_catalog.=) $1 FOR SHARE");
 }
 
 /*

@@ -61,6 +61,8 @@ extern Oid	sw_check_stream_manager(Oid relid, bool lock);
 extern bool sw_stream_forces_rls(Oid relid);
 extern void sw_enter_role(Oid role, const char *search_path, SwRoleContext *cx);
 extern void sw_leave_role(SwRoleContext *cx);
+extern void *sw_try_as_role(Oid role, void *(*fn) (void *arg), void *arg,
+							MemoryContext cxt, ErrorData **error);
 extern Oid	sw_relation_owner(Oid relid);
 extern int	sw_stream_partitions(Oid relid);
 extern char *sw_relation_name(Oid relid);

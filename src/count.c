@@ -97,47 +97,15 @@ count_shape(Oid relid, const char *query)
 {
 	CountShape *sh = palloc0(sizeof(CountShape));
 	Query	   *q = sw_analyze_window_query(query);
-	int			refs = 0;
 	ListCell   *lc;
-	RangeTblRef *ref;
 
 	(void) sw_query_columns(relid, query);
-	foreach(lc, sw_relation_rtes(q))
-		if (lfirst_node(RangeTblEntry, lc)->relid == relid)
-			refs++;
-	if (list_length(q->jointree->fromlist) != 1 ||
-		!IsA(linitial(q->jointree->fromlist), RangeTblRef) ||
-		rt_fetch(((RangeTblRef *) linitial(q->jointree->fromlist))->rtindex,
-				 q->rtable)->rtekind != RTE_RELATION ||
-		rt_fetch(((RangeTblRef *) linitial(q->jointree->fromlist))->rtindex,
-				 q->rtable)->relid != relid ||
-		refs != 1 || q->cteList != NIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a count query must read its stream alone in FROM, once"),
-				 errdetail("Its windows are runs of the stream's own events: joins, CTEs, "
-						   "subqueries in FROM and other references to the stream are not supported."),
-				 errhint("Aggregate the stream in a count query, and join its result table.")));
-	ref = (RangeTblRef *) linitial(q->jointree->fromlist);
 	sh->q = q;
-	sh->rtindex = ref->rtindex;
-	if (contain_volatile_functions(q->jointree->quals))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("the WHERE clause of a count query must not call volatile functions"),
-				 errdetail("It decides which events are numbered, and is evaluated again at later steps.")));
+	sh->rtindex = sw_alone_stream_rtindex(q, relid, "count");
 	foreach(lc, q->groupClause)
-	{
-		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
-		TargetEntry *tle = get_sortgroupclause_tle(sgc, q->targetList);
-
-		if (contain_volatile_functions((Node *) tle->expr))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("the GROUP BY of a count query must not call volatile functions"),
-					 errdetail("Each event is numbered within its group, at several steps.")));
-		sh->keys = lappend(sh->keys, tle->expr);
-	}
+		sh->keys = lappend(sh->keys,
+						   get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc),
+												   q->targetList)->expr);
 	if (sh->keys == NIL)
 		sh->keys = list_make1(makeBoolConst(true, false));
 	return sh;
@@ -362,12 +330,7 @@ count_statement(const SwQueryDef *def)
 	char	   *k = key_list(sh, "");
 	int			i = 0;
 
-	if (!OidIsValid(def->result_table))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("result table %s of query \"%s\" does not exist",
-						def->result_name, def->name),
-				 errhint("Create it again with the same columns and key, or drop the query.")));
+	sw_require_result_table(def);
 	cols = sw_query_columns(def->stream, def->query);
 	initStringInfo(&names);
 	initStringInfo(&keys);
@@ -435,11 +398,7 @@ make_count_table(SwQueryDef *def)
 
 	if (OidIsValid(def->pane_table))
 		return;
-	if (!OidIsValid(def->result_table))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("result table %s of query \"%s\" does not exist",
-						def->result_name, def->name)));
+	sw_require_result_table(def);
 	nsp = get_rel_namespace(def->result_table);
 	name = ChooseRelationName(get_rel_name(def->result_table), NULL, "count", nsp, false);
 	qname = quote_qualified_identifier(get_namespace_name(nsp), name);
@@ -585,8 +544,6 @@ streamwm_check_count_query(PG_FUNCTION_ARGS)
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	SwQueryDef *def;
 	SwRoleContext cx;
-	SPIPlanPtr	plan;
-	char	   *sql;
 	Datum		values[5];
 	MemoryContext cxt = CurrentMemoryContext;
 
@@ -599,20 +556,13 @@ streamwm_check_count_query(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		make_count_table(def);
-		sql = count_statement(def);
-		sw_check_statement_privileges(sql, 5, count_param_types);
-		plan = SPI_prepare(sql, 5, (Oid *) count_param_types);
-		if (plan == NULL)
-			elog(ERROR, "could not plan window query \"%s\": %s", name,
-				 SPI_result_code_string(SPI_result));
 		/* no row: t >= -infinity and t < -infinity */
 		values[0] = Int64GetDatum(0);
 		values[1] = PointerGetDatum(construct_empty_array(INT8OID));
 		values[2] = TimestampTzGetDatum(DT_NOBEGIN);
 		values[3] = TimestampTzGetDatum(DT_NOBEGIN);
 		values[4] = TimestampTzGetDatum(DT_NOBEGIN);
-		if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not run window query \"%s\"", name);
+		sw_dry_run_statement(name, count_statement(def), 5, count_param_types, values, NULL);
 	}
 	PG_CATCH();
 	{

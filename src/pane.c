@@ -531,11 +531,7 @@ sw_ensure_pane_table(SwQueryDef *def, const PanePlan *pp, bool *rebuild)
 	}
 	if (!OidIsValid(def->pane_table))
 	{
-		if (!OidIsValid(def->result_table))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_TABLE),
-					 errmsg("result table %s of query \"%s\" does not exist",
-							def->result_name, def->name)));
+		sw_require_result_table(def);
 		nsp = get_rel_namespace(def->result_table);
 		name = ChooseRelationName(get_rel_name(def->result_table), NULL, "panes", nsp, false);
 		initStringInfo(&sql);

@@ -422,6 +422,88 @@ sw_not_late_sql(Oid relid)
 					" AND sw_l.sw_offset = sw_s.sw_offset)", relid);
 }
 
+/*
+ * For a query whose windows are runs of the stream's own events per group
+ * (kind: "session", "count"), evaluated again over the same rows at later
+ * steps: the stream must be read once, alone in the query's FROM, without
+ * WITH, and its WHERE and GROUP BY must not call volatile functions.
+ * Returns the stream's range-table index.
+ */
+int
+sw_alone_stream_rtindex(Query *q, Oid relid, const char *kind)
+{
+	Node	   *from;
+	RangeTblEntry *rte;
+	ListCell   *lc;
+	int			reads = 0;
+
+	foreach(lc, sw_relation_rtes(q))
+	{
+		if (lfirst_node(RangeTblEntry, lc)->relid == relid)
+			reads++;
+	}
+	from = list_length(q->jointree->fromlist) == 1 ? linitial(q->jointree->fromlist) : NULL;
+	rte = from != NULL && IsA(from, RangeTblRef) ?
+		rt_fetch(((RangeTblRef *) from)->rtindex, q->rtable) : NULL;
+	if (reads != 1 || rte == NULL || rte->rtekind != RTE_RELATION || rte->relid != relid ||
+		q->cteList != NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a %s query must read stream %s once, alone in its FROM",
+						kind, sw_relation_name(relid)),
+				 errdetail("Its windows are runs of the stream's own events per group: no join, WITH, FROM subquery or second reference to the stream."),
+				 errhint("Read other tables in a subquery of the WHERE or the outputs, or join the query's result table.")));
+	if (contain_volatile_functions(q->jointree->quals))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the WHERE of a %s query must not call volatile functions", kind),
+				 errdetail("Each step evaluates it again over the rows of the windows still open.")));
+	foreach(lc, q->groupClause)
+	{
+		TargetEntry *tle = get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc),
+												   q->targetList);
+
+		if (contain_volatile_functions((Node *) tle->expr))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the GROUP BY of a %s query must not call volatile functions", kind),
+					 errdetail("Each step evaluates it again over the rows of the windows still open.")));
+	}
+	return ((RangeTblRef *) from)->rtindex;
+}
+
+/*
+ * Make a relation's range-table entry one of another kind (a subquery, a
+ * CTE reference) reading the same columns: no relation, lock or
+ * permission of its own.  Dropped columns, which have no name in eref, get
+ * the names the replacement gives them (sw_stream_columns_sql).
+ */
+void
+sw_rte_unrelation(RangeTblEntry *rte, RTEKind kind)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	rte->rtekind = kind;
+	rte->relid = InvalidOid;
+	rte->relkind = 0;
+	rte->rellockmode = 0;
+	rte->tablesample = NULL;
+	rte->inh = false;
+	rte->requiredPerms = 0;
+	rte->checkAsUser = InvalidOid;
+	rte->selectedCols = NULL;
+	rte->insertedCols = NULL;
+	rte->updatedCols = NULL;
+	rte->extraUpdatedCols = NULL;
+	foreach(lc, rte->eref->colnames)
+	{
+		i++;
+		if (strVal(lfirst(lc))[0] == '\0')
+			lfirst(lc) = makeString(psprintf("sw_dropped_%d", i));
+	}
+}
+
 typedef struct ReplaceStream
 {
 	Oid			relid;
@@ -438,32 +520,12 @@ replace_stream_walker(Node *node, ReplaceStream *ctx)
 	if (IsA(node, RangeTblEntry))
 	{
 		RangeTblEntry *rte = (RangeTblEntry *) node;
-		ListCell   *lc;
-		int			i = 0;
 
 		if (rte->rtekind != RTE_RELATION || rte->relid != ctx->relid)
 			return false;
-		rte->rtekind = RTE_SUBQUERY;
+		sw_rte_unrelation(rte, RTE_SUBQUERY);
 		rte->subquery = copyObject(ctx->rows);
 		rte->security_barrier = false;
-		rte->relid = InvalidOid;
-		rte->relkind = 0;
-		rte->rellockmode = 0;
-		rte->tablesample = NULL;
-		rte->inh = false;
-		rte->requiredPerms = 0;
-		rte->checkAsUser = InvalidOid;
-		rte->selectedCols = NULL;
-		rte->insertedCols = NULL;
-		rte->updatedCols = NULL;
-		rte->extraUpdatedCols = NULL;
-		/* dropped columns have no name in eref: give them the subquery's */
-		foreach(lc, rte->eref->colnames)
-		{
-			i++;
-			if (strVal(lfirst(lc))[0] == '\0')
-				lfirst(lc) = makeString(psprintf("sw_dropped_%d", i));
-		}
 		ctx->inserted = lappend(ctx->inserted, rte->subquery);
 		ctx->replaced++;
 		return false;
@@ -635,11 +697,7 @@ ordered_upsert(SwQueryDef *def, SwStepEntry *e, Datum offsets, TimestampTz lo,
 	Datum		values[5];
 	bool		isnull;
 
-	if (!OidIsValid(def->result_table))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("result table %s of query \"%s\" does not exist",
-						def->result_name, def->name)));
+	sw_require_result_table(def);
 	if (e->plan == NULL)
 	{
 		char	   *sql = ordered_statement(def);
@@ -687,37 +745,20 @@ general_statement(const SwQueryDef *def)
 }
 
 /*
- * Starts of the windows in (lo, hi] that hold a row the query may see: the
- * panes that hold such rows, each expanded to the size/hop windows that
- * contain it.  Ascending.  Read by event time through the BRIN index: a
- * window closing now may hold only rows earlier steps read (W can move
- * without new rows), so the step's new offsets alone would not find it.
+ * The starts in (lo, hi] of the windows that contain the panes the last
+ * SPI statement returned (ascending, in its first column), each once, in
+ * ascending order; frees that result.
  */
 static List *
-windows_with_rows(const SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi)
+panes_to_windows(const SwQueryDef *def, TimestampTz lo, TimestampTz hi)
 {
-	Oid			types[4] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
-	Datum		values[4];
 	List	   *result = NIL;
 	TimestampTz last = DT_NOBEGIN;
 
-	values[0] = Int64GetDatum(def->start_offset);
-	values[1] = offsets;
-	values[2] = TimestampTzGetDatum(lo);
-	values[3] = TimestampTzGetDatum(hi);
-	sw_spi_exec(psprintf("SELECT DISTINCT %s AS p"
-						 " FROM ONLY %s sw_s WHERE sw_s.sw_offset > $1"
-						 " AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
-						 " AND sw_s.sw_event_time > $3 AND sw_s.sw_event_time < $4 + %s"
-						 " ORDER BY p",
-						 sw_window_start_sql("sw_s.sw_event_time", def->hop_us, def->origin),
-						 sw_relation_name(def->stream), sw_interval_literal(def->size_us)),
-				4, types, values, NULL, SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		bool		isnull;
 		TimestampTz pane = DatumGetTimestampTz(sw_spi_getdatum(i, 1, &isnull));
-
 		TimestampTz first;
 		int64		count;
 
@@ -735,6 +776,34 @@ windows_with_rows(const SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return result;
+}
+
+/*
+ * Starts of the windows in (lo, hi] that hold a row the query may see: the
+ * panes that hold such rows, each expanded to the size/hop windows that
+ * contain it.  Ascending.  Read by event time through the BRIN index: a
+ * window closing now may hold only rows earlier steps read (W can move
+ * without new rows), so the step's new offsets alone would not find it.
+ */
+static List *
+windows_with_rows(const SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi)
+{
+	Oid			types[4] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Datum		values[4];
+
+	values[0] = Int64GetDatum(def->start_offset);
+	values[1] = offsets;
+	values[2] = TimestampTzGetDatum(lo);
+	values[3] = TimestampTzGetDatum(hi);
+	sw_spi_exec(psprintf("SELECT DISTINCT %s AS p"
+						 " FROM ONLY %s sw_s WHERE sw_s.sw_offset > $1"
+						 " AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
+						 " AND sw_s.sw_event_time > $3 AND sw_s.sw_event_time < $4 + %s"
+						 " ORDER BY p",
+						 sw_window_start_sql("sw_s.sw_event_time", def->hop_us, def->origin),
+						 sw_relation_name(def->stream), sw_interval_literal(def->size_us)),
+				4, types, values, NULL, SPI_OK_SELECT);
+	return panes_to_windows(def, lo, hi);
 }
 
 /*
@@ -777,8 +846,6 @@ windows_to_refire(const SwQueryDef *def, Datum offsets, TimestampTz floor, Times
 	TIMESTAMPTZOID};
 	Datum		values[5];
 	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-	List	   *result = NIL;
-	TimestampTz last = DT_NOBEGIN;
 
 	if (floor >= lo)
 		return NIL;
@@ -802,27 +869,7 @@ windows_to_refire(const SwQueryDef *def, Datum offsets, TimestampTz floor, Times
 						 sw_relation_name(def->stream),
 						 sw_interval_literal(def->size_us), sw_not_late_sql(def->stream)),
 				5, types, values, nulls, SPI_OK_SELECT);
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		TimestampTz pane = DatumGetTimestampTz(sw_spi_getdatum(i, 1, &isnull));
-		TimestampTz first;
-		int64		count;
-
-		sw_pane_windows(pane, floor, lo, def->hop_us, def->size_us, &first, &count);
-		for (int64 j = 0; j < count; j++)
-		{
-			TimestampTz ws = first + j * def->hop_us;
-
-			if (ws <= last)
-				continue;
-			result = lappend(result, palloc(sizeof(TimestampTz)));
-			*(TimestampTz *) llast(result) = ws;
-			last = ws;
-		}
-	}
-	SPI_freetuptable(SPI_tuptable);
-	return result;
+	return panes_to_windows(def, floor, lo);
 }
 
 /*
@@ -1004,6 +1051,29 @@ streamwm_window_sql(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Plan a query's statement and run it once with parameters that select no
+ * row, as the current user (the query's owner): what a step would fail on
+ * (a privilege: planning does not check them, starting the executor does,
+ * for every table the query reads) fails now.  Privileges are checked
+ * before planning, which may run the query's IMMUTABLE functions.
+ */
+void
+sw_dry_run_statement(const char *name, const char *sql, int nparams, const Oid *types,
+					 Datum *values, const char *nulls)
+{
+	SPIPlanPtr	plan;
+
+	sw_check_statement_privileges(sql, nparams, types);
+	plan = SPI_prepare(sql, nparams, (Oid *) types);
+	if (plan == NULL)
+		elog(ERROR, "could not plan window query \"%s\": %s", name,
+			 SPI_result_code_string(SPI_result));
+	if (SPI_execute_plan(plan, values, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not run window query \"%s\"", name);
+	SPI_freeplan(plan);
+}
+
+/*
  * streamwm._check_query(name text) RETURNS void: plans the step statement
  * of a query as its owner, so that create_query reports what would fail.
  */
@@ -1013,7 +1083,6 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	SwQueryDef *def;
 	SwRoleContext cx;
-	SPIPlanPtr	plan;
 	char	   *sql;
 	Datum		values[6];
 	MemoryContext cxt = CurrentMemoryContext;
@@ -1046,26 +1115,14 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 			}
 			else
 				sql = general_statement(def);
-			/* before planning, which may run the query's IMMUTABLE functions */
-			sw_check_statement_privileges(sql, nparams, types);
-			plan = SPI_prepare(sql, nparams, (Oid *) types);
-			if (plan == NULL)
-				elog(ERROR, "could not plan window query \"%s\": %s", name,
-					 SPI_result_code_string(SPI_result));
-
-			/*
-			 * Run it over no window at all: planning does not check
-			 * privileges, starting the executor does, for every table the
-			 * query reads.
-			 */
+			/* over no window at all */
 			values[0] = Int64GetDatum(0);
 			values[1] = PointerGetDatum(construct_empty_array(INT8OID));
 			values[2] = TimestampTzGetDatum(DT_NOBEGIN);
 			values[3] = def->pane ? (Datum) 0 : TimestampTzGetDatum(DT_NOBEGIN);
 			values[4] = def->ordered ? Int64GetDatum(0) : TimestampTzGetDatum(DT_NOBEGIN);
 			values[5] = TimestampTzGetDatum(DT_NOBEGIN);
-			if (SPI_execute_plan(plan, values, def->pane ? "   n  " : NULL, false, 0) != SPI_OK_SELECT)
-				elog(ERROR, "could not run window query \"%s\"", name);
+			sw_dry_run_statement(name, sql, nparams, types, values, def->pane ? "   n  " : NULL);
 		}
 	}
 	PG_CATCH();

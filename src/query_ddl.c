@@ -124,45 +124,16 @@ relation_kind(Oid relid, const SwStoredQuery *sq)
  * analyzes (with the error in *error): such a query is broken already, and
  * must not block the DDL.  A cancel is not swallowed.
  */
+static void *
+analyze_text(void *arg)
+{
+	return sw_analyze_bound_query((const char *) arg);
+}
+
 static Query *
 analyze_stored(const SwStoredQuery *sq, MemoryContext cxt, ErrorData **error)
 {
-	MemoryContext old = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	Query	   *volatile tree = NULL;
-
-	*error = NULL;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		SwRoleContext cx;
-
-		sw_enter_role(sq->owner, SW_SAFE_SEARCH_PATH, &cx);
-		tree = sw_analyze_bound_query(sq->query);
-		sw_leave_role(&cx);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(old);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(old);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(old);
-		CurrentResourceOwner = oldowner;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
-			ReThrowError(edata);
-		*error = edata;
-		tree = NULL;
-	}
-	PG_END_TRY();
-	return tree;
+	return sw_try_as_role(sq->owner, analyze_text, (void *) sq->query, cxt, error);
 }
 
 /*

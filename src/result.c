@@ -336,6 +336,18 @@ chain_statement(const SwQueryDef *def, List *cols, const char *ctes, const char 
 	return sql.data;
 }
 
+/* A clear error when a query's result table is gone (dropped by its owner). */
+void
+sw_require_result_table(const SwQueryDef *def)
+{
+	if (!OidIsValid(def->result_table))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("result table %s of query \"%s\" does not exist",
+						def->result_name, def->name),
+				 errhint("Create it again with the same columns and key, or drop the query.")));
+}
+
 /* The upsert of a query's rows: "INSERT ... <select> ON CONFLICT ...". */
 char *
 sw_upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
@@ -347,12 +359,7 @@ sw_upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
 	StringInfoData sets;
 	ListCell   *lc;
 
-	if (!OidIsValid(def->result_table))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("result table %s of query \"%s\" does not exist",
-						def->result_name, def->name),
-				 errhint("Create it again with the same columns and key, or drop the query.")));
+	sw_require_result_table(def);
 	cols = sw_query_columns(def->stream, def->query);
 	if (def->result_stream)
 		return chain_statement(def, cols, ctes, select, window_start, result);

@@ -16,6 +16,7 @@ typedef struct SwOutputColumn
 	bool		nullable;		/* a key that can be NULL */
 } SwOutputColumn;
 
+extern void sw_require_result_table(const SwQueryDef *def);
 extern List *sw_query_columns(Oid relid, const char *query);
 extern List *sw_ordered_columns(Oid relid, const char *query);
 extern int	sw_ordered_stream_rte(Query *q, Oid relid);

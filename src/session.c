@@ -82,46 +82,9 @@ static const Oid session_param_types[6] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID
 static int
 session_stream_rtindex(Query *q, Oid relid)
 {
-	Node	   *from;
-	RangeTblEntry *rte;
+	int			rtindex = sw_alone_stream_rtindex(q, relid, "session");
 	ListCell   *lc;
-	int			reads = 0;
 
-	foreach(lc, sw_relation_rtes(q))
-	{
-		if (lfirst_node(RangeTblEntry, lc)->relid == relid)
-			reads++;
-	}
-	from = list_length(q->jointree->fromlist) == 1 ? linitial(q->jointree->fromlist) : NULL;
-	rte = from != NULL && IsA(from, RangeTblRef) ?
-		rt_fetch(((RangeTblRef *) from)->rtindex, q->rtable) : NULL;
-	if (reads != 1 || rte == NULL || rte->rtekind != RTE_RELATION || rte->relid != relid)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a session query must read stream %s once, alone in its FROM",
-						sw_relation_name(relid)),
-				 errdetail("Sessions are runs of the stream's own events per group: no join, FROM subquery or second reference to the stream."),
-				 errhint("Read other tables in a subquery of the WHERE or the outputs.")));
-	if (q->cteList != NIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("WITH is not supported in a session query")));
-	if (contain_volatile_functions(q->jointree->quals))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("the WHERE of a session query must not call volatile functions"),
-				 errdetail("Each step evaluates it again over the rows of the sessions still open.")));
-	foreach(lc, q->groupClause)
-	{
-		TargetEntry *tle = get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc),
-												   q->targetList);
-
-		if (contain_volatile_functions((Node *) tle->expr))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("the GROUP BY of a session query must not call volatile functions"),
-					 errdetail("Each step evaluates it again over the rows of the sessions still open.")));
-	}
 	foreach(lc, q->targetList)
 	{
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
@@ -132,7 +95,7 @@ session_stream_rtindex(Query *q, Oid relid)
 					 errmsg("output column name \"%s\" is reserved for session windows",
 							tle->resname)));
 	}
-	return ((RangeTblRef *) from)->rtindex;
+	return rtindex;
 }
 
 /*
@@ -294,31 +257,10 @@ sw_session_statement(const SwQueryDef *def)
 	 */
 	fin = copyObject(q);
 	rte = rt_fetch(rtindex, fin->rtable);
-	rte->rtekind = RTE_CTE;
+	sw_rte_unrelation(rte, RTE_CTE);
 	rte->ctename = "sw_tagged";
 	rte->ctelevelsup = 1;
 	rte->self_reference = false;
-	rte->relid = InvalidOid;
-	rte->relkind = 0;
-	rte->rellockmode = 0;
-	rte->tablesample = NULL;
-	rte->inh = false;
-	rte->requiredPerms = 0;
-	rte->checkAsUser = InvalidOid;
-	rte->selectedCols = NULL;
-	rte->insertedCols = NULL;
-	rte->updatedCols = NULL;
-	rte->extraUpdatedCols = NULL;
-	{
-		int			i = 0;
-
-		foreach(lc, rte->eref->colnames)
-		{
-			i++;
-			if (strVal(lfirst(lc))[0] == '\0')
-				lfirst(lc) = makeString(psprintf("sw_dropped_%d", i));
-		}
-	}
 	rte->eref->colnames = lappend(rte->eref->colnames, makeString("sw_session_start"));
 	rte->eref->colnames = lappend(rte->eref->colnames, makeString("sw_session_end"));
 	fin->jointree->quals = NULL;
@@ -419,22 +361,14 @@ sw_session_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz hi,
 void
 sw_session_check(const SwQueryDef *def)
 {
-	char	   *sql = sw_session_statement(def);
-	SPIPlanPtr	plan;
 	Datum		values[6];
 
-	sw_check_statement_privileges(sql, 6, session_param_types);
-	plan = SPI_prepare(sql, 6, (Oid *) session_param_types);
-	if (plan == NULL)
-		elog(ERROR, "could not plan session query \"%s\": %s", def->name,
-			 SPI_result_code_string(SPI_result));
 	values[0] = Int64GetDatum(0);
 	values[1] = PointerGetDatum(construct_empty_array(INT8OID));
 	for (int i = 2; i < 6; i++)
 		values[i] = TimestampTzGetDatum(DT_NOBEGIN);
-	if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not run session query \"%s\"", def->name);
-	SPI_freeplan(plan);
+	sw_dry_run_statement(def->name, sw_session_statement(def), 6, session_param_types,
+						 values, NULL);
 }
 
 /*
