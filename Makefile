@@ -1,4 +1,8 @@
-# streamwm — PGXS build.  `make && make install`, then `test/run_tests.sh`.
+# streamwm — PGXS build.  `make && make install`; then `make installcheck`
+# runs the whole suite against the running server (regress and isolation
+# tests in databases of their own, TAP tests in clusters of their own), with
+# or without streamwm preloaded.  test/run_tests.sh sets a machine up, starts
+# a throwaway cluster and runs it, ending with "N passed, N failed".
 
 MODULE_big = streamwm
 OBJS = \
@@ -16,6 +20,7 @@ OBJS = \
 	src/process.o \
 	src/limit.o \
 	src/worker.o \
+	src/worker_coord.o \
 	src/monitor.o \
 	src/guard.o \
 	src/purge.o \
@@ -31,8 +36,11 @@ PGFILEDESC = "streamwm - event-time stream processing"
 REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl panes engine extension_aggs aggstate_attack commit_order heartbeat controls chain lateness alter_query recompute origin ordered processing_time session count
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
 ISOLATION = concurrent_writers concurrent_process commit_order idle_holds renumber heartbeat notify alter_query
-ISOLATION_OPTS = --inputdir=test --outputdir=test/results
+ISOLATION_OPTS = --inputdir=test --outputdir=test/results/isolation
+# TAP tests live in test/t; each starts clusters of its own
 TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+PROVE_FLAGS = -I test
 
 PG_CFLAGS = -Wall -Wmissing-prototypes -Wpointer-arith -Werror=vla -Wendif-labels \
 	-Wmissing-format-attribute -Wformat-security

@@ -4,6 +4,8 @@
 -- listener's output does not depend on process ids.)
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
+-- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
+SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
 CREATE EXTENSION IF NOT EXISTS streamwm;
 CREATE ROLE regress_sw_ctl_owner;
 CREATE ROLE regress_sw_ctl_other;

@@ -7,6 +7,8 @@
 -- arrival order, not read from streamwm), EXCEPT both ways.
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
+-- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
+SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 -- 1. refused, each with its reason; nothing is left behind

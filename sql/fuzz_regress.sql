@@ -1,5 +1,7 @@
 -- Inputs the fuzz driver (test/fuzz/) found to misbehave, one each.
 SET client_min_messages = warning;
+-- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
+SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
 CREATE EXTENSION IF NOT EXISTS streamwm;
 RESET client_min_messages;
 \set VERBOSITY sqlstate

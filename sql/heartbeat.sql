@@ -8,6 +8,8 @@
 -- (test/specs/heartbeat.spec: never past an open writing transaction.)
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
+-- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
+SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 CREATE OR REPLACE FUNCTION last_arrival(s regclass) RETURNS timestamptz LANGUAGE sql AS

@@ -4,6 +4,8 @@
 -- whose state was never touched.
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
+-- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
+SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 SELECT streamwm.create_stream('pr', 'k int, v int', partitions => 2, idle_timeout => '1 hour') IS NOT NULL AS created;

@@ -5,6 +5,8 @@
 -- process(now => ...), so the results are exact.
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
+-- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
+SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 SELECT streamwm.create_stream('pt_s', 'ts timestamptz, k int, v int', event_time => 'ts',

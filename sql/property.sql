@@ -10,6 +10,8 @@
 -- section 11), compared with the events numbered from scratch.
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
+-- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
+SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 CREATE TEMP TABLE prop_results (seed float8, events int, partitions int, hop int, size int,

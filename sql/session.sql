@@ -7,6 +7,8 @@
 -- before it).  Two roles, and traps planted in public by one of them.
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
+-- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
+SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 CREATE ROLE regress_ss_alice;

@@ -4,6 +4,8 @@
 -- not depend on how fast they run.
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
+-- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
+SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 CREATE FUNCTION last_arrival(s regclass) RETURNS timestamptz LANGUAGE sql AS

@@ -2,6 +2,8 @@
 -- tables, replay.  Results are compared with a model computed by plain SQL.
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
+-- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
+SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 -- Events in order (none late), some before the epoch, at odd fractions.

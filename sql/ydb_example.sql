@@ -1,7 +1,11 @@
 -- SPEC section 9: the YDB example must reproduce exactly.
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
-CREATE EXTENSION streamwm;
+-- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
+SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
+SET client_min_messages = warning;   -- the NOTICE without preload
+CREATE EXTENSION IF NOT EXISTS streamwm;
+RESET client_min_messages;
 SELECT streamwm.create_stream('input', 'pass int8, payload text',
                               watermark_delay => 'PT5S');
 SELECT streamwm.create_query('example',

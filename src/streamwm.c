@@ -62,10 +62,12 @@ _PG_init(void)
 							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("streamwm.enabled",
 							 "Whether background workers process streams.",
-							 "When off, the workers idle; streamwm.process() still works.",
+							 "When off, the workers idle; streamwm.process() still works.  "
+							 "Set per database with ALTER DATABASE ... SET: a database's "
+							 "worker reads it when it starts.",
 							 &sw_enabled,
 							 true,
-							 PGC_SIGHUP, 0,
+							 PGC_SUSET, 0,
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("streamwm.max_workers",
 							"Most database workers the launcher starts.",
@@ -82,7 +84,7 @@ _PG_init(void)
 							PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("streamwm.worker_restart_seconds",
-							"How long the postmaster waits before restarting a failed database worker.",
+							"How long the launcher waits before restarting a database worker that failed.",
 							NULL,
 							&sw_worker_restart_seconds,
 							5, 1, 3600,

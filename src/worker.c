@@ -84,6 +84,7 @@
 #include "catalog.h"
 #include "process.h"
 #include "worker.h"
+#include "worker_coord.h"
 
 PG_FUNCTION_INFO_V1(streamwm_launch);
 PG_FUNCTION_INFO_V1(streamwm_schedule_changed);
@@ -125,6 +126,7 @@ sw_register_launcher(void)
 
 	if (!library_preloaded())
 		return;
+	sw_coord_init();
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
@@ -136,31 +138,39 @@ sw_register_launcher(void)
 	RegisterBackgroundWorker(&worker);
 }
 
-/* Start the database worker of one database; false if no slot is free. */
+/*
+ * Start the database worker of one database in shared slot 'slot' (the
+ * launcher's); false if no background worker slot is free.  The postmaster
+ * never restarts it: the launcher does, after an error, if the database is
+ * still there (worker_coord.c).
+ */
 static bool
-start_db_worker(Oid dboid, const char *dbname, BackgroundWorkerHandle **handle)
+start_db_worker(Oid dboid, const char *dbname, int slot, BackgroundWorkerHandle **handle)
 {
 	BackgroundWorker worker;
-	BackgroundWorkerHandle *ignored;
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = sw_worker_restart_seconds;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
 	snprintf(worker.bgw_library_name, BGW_MAXLEN, "streamwm");
 	snprintf(worker.bgw_function_name, BGW_MAXLEN, "streamwm_worker_main");
 	snprintf(worker.bgw_name, BGW_MAXLEN, "streamwm worker for database %s",
 			 dbname ? dbname : "?");
 	snprintf(worker.bgw_type, BGW_MAXLEN, "streamwm worker");
 	worker.bgw_main_arg = ObjectIdGetDatum(dboid);
-	worker.bgw_notify_pid = 0;
-	return RegisterDynamicBackgroundWorker(&worker, handle ? handle : &ignored);
+	memcpy(worker.bgw_extra, &slot, sizeof(slot));
+	/* tell the launcher when it stops */
+	worker.bgw_notify_pid = MyProcPid;
+	return RegisterDynamicBackgroundWorker(&worker, handle);
 }
 
-/* Database whose worker starts when the current transaction commits. */
+/*
+ * Database whose worker the launcher is asked for when the current
+ * transaction commits, and whether to say that no worker will run.
+ */
 static Oid	launch_at_commit = InvalidOid;
-static bool launch_preloaded = false;
-static char launch_dbname[NAMEDATALEN];
+static bool launch_notice = false;
 static bool launch_callback_registered = false;
 
 static void
@@ -176,50 +186,53 @@ launch_xact_callback(XactEvent event, void *arg)
 			 * Said here, not in the extension script, where CREATE EXTENSION
 			 * holds notices back.
 			 */
-			if (!launch_preloaded)
+			if (launch_notice && !sw_coord_active())
 				ereport(NOTICE,
 						(errmsg("streamwm is not in shared_preload_libraries: no background worker will process streams"),
 						 errdetail("Streams are processed only by calls to streamwm.process()."),
 						 errhint("Add streamwm to shared_preload_libraries and restart the server to process streams continuously.")));
 			break;
 		case XACT_EVENT_COMMIT:
-			if (launch_preloaded && !start_db_worker(launch_at_commit, launch_dbname, NULL))
-				ereport(WARNING,
-						(errmsg("could not start a streamwm worker for database \"%s\"",
-								launch_dbname),
-						 errhint("Raise max_worker_processes; the launcher retries every streamwm.launcher_naptime.")));
+			sw_request_worker(launch_at_commit);
 			launch_at_commit = InvalidOid;
+			launch_notice = false;
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			launch_at_commit = InvalidOid;
+			launch_notice = false;
 			break;
 		default:
 			break;
 	}
 }
 
-/*
- * streamwm._launch() RETURNS boolean: start this database's worker when the
- * transaction commits (CREATE EXTENSION runs it; a worker started earlier
- * would not see the extension yet).  Without the library preloaded, says
- * that no worker will run.  Returns whether a worker will start.
- */
-Datum
-streamwm_launch(PG_FUNCTION_ARGS)
+/* Ask the launcher for this database's worker when the transaction commits. */
+static void
+launch_when_committed(void)
 {
-	char	   *libs = GetConfigOptionByName("shared_preload_libraries", NULL, false);
-
 	if (!launch_callback_registered)
 	{
 		RegisterXactCallback(launch_xact_callback, NULL);
 		launch_callback_registered = true;
 	}
-	launch_preloaded = libs != NULL && strstr(libs, "streamwm") != NULL;
 	launch_at_commit = MyDatabaseId;
-	strlcpy(launch_dbname, get_database_name(MyDatabaseId), NAMEDATALEN);
-	PG_RETURN_BOOL(launch_preloaded);
+}
+
+/*
+ * streamwm._launch() RETURNS boolean: CREATE EXTENSION runs it.  Without the
+ * library preloaded, says when the transaction commits that no worker will
+ * run.  With it, asks the launcher for this database's worker then (a
+ * database worker leaves at once while the database has no stream; the
+ * first create_stream asks again).  Returns whether workers run.
+ */
+Datum
+streamwm_launch(PG_FUNCTION_ARGS)
+{
+	launch_when_committed();
+	launch_notice = true;
+	PG_RETURN_BOOL(sw_coord_active());
 }
 
 /* Top of a worker's or the launcher's loop: SIGTERM, then SIGHUP. */
@@ -242,9 +255,31 @@ handle_interrupts(void)
 typedef struct ProbedDb
 {
 	Oid			dboid;			/* hash key */
-	bool		started;
+	bool		present;		/* seen in pg_database this round */
+	bool		wanted;			/* asked for (first seen, CREATE EXTENSION, a new stream) */
+	TimestampTz restart_at;		/* after an error: when to start it again; 0: no */
+	int			slot;			/* its worker's shared slot, -1: none */
 	BackgroundWorkerHandle *handle; /* in TopMemoryContext */
 } ProbedDb;
+
+/*
+ * Collect a worker of ours that has stopped: free its slot and, if it left
+ * on an error rather than cleanly, plan its restart.
+ */
+static void
+collect_stopped(ProbedDb *entry, TimestampTz now)
+{
+	pid_t		pid;
+
+	if (entry->handle == NULL ||
+		GetBackgroundWorkerPid(entry->handle, &pid) != BGWH_STOPPED)
+		return;
+	if (!sw_slot_release(entry->slot) && entry->restart_at == 0)
+		entry->restart_at = now + sw_worker_restart_seconds * USECS_PER_SEC;
+	pfree(entry->handle);
+	entry->handle = NULL;
+	entry->slot = -1;
+}
 
 /* Workers this launcher started that have not exited yet. */
 static int
@@ -257,10 +292,7 @@ alive_started_workers(HTAB *probed)
 	hash_seq_init(&status, probed);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
-		pid_t		pid;
-
-		if (entry->handle != NULL &&
-			GetBackgroundWorkerPid(entry->handle, &pid) != BGWH_STOPPED)
+		if (entry->handle != NULL)
 			n++;
 	}
 	return n;
@@ -322,68 +354,140 @@ streamwm_launcher_main(Datum arg)
 {
 	HTAB	   *probed;
 	HASHCTL		ctl;
+	bool	   *owned;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	pgstat_report_appname("streamwm launcher");
+	sw_launcher_attach();
 
 	ctl.keysize = sizeof(Oid);
 	ctl.entrysize = sizeof(ProbedDb);
 	probed = hash_create("streamwm probed databases", 16, &ctl, HASH_ELEM | HASH_BLOBS);
+	owned = palloc0(sizeof(bool) * sw_slot_count());
 
 	for (;;)
 	{
 		List	   *dbs;
+		List	   *requests;
+		List	   *to_start = NIL;
 		ListCell   *lc;
 		int			running;
+		bool		all;
+		HASH_SEQ_STATUS status;
+		ProbedDb   *entry;
+		TimestampTz now;
+		long		sleep_ms = sw_launcher_naptime * 1000L;
 
 		handle_interrupts();
+		now = GetCurrentTimestamp();
 
+		/* what is asked for: taken before the databases are read */
+		requests = sw_take_requests(&all);
 		dbs = connectable_databases();
-		/*
-		 * Workers we registered may not show in the backend status yet, and
-		 * those CREATE EXTENSION started are not ours: count both ways.
-		 */
-		running = Max(running_db_workers(), alive_started_workers(probed));
+
+		hash_seq_init(&status, probed);
+		while ((entry = hash_seq_search(&status)) != NULL)
+		{
+			collect_stopped(entry, now);
+			entry->present = false;
+		}
 		foreach(lc, dbs)
 		{
 			Oid			dboid = lfirst_oid(lc);
 			bool		found;
-			ProbedDb   *entry = hash_search(probed, &dboid, HASH_ENTER, &found);
 
+			entry = hash_search(probed, &dboid, HASH_ENTER, &found);
 			if (!found)
 			{
-				entry->started = false;
+				/* a database seen for the first time is probed once */
+				entry->wanted = true;
+				entry->restart_at = 0;
+				entry->slot = -1;
 				entry->handle = NULL;
 			}
-			/* past streamwm.max_workers, wait for the next round */
-			if (!entry->started && running < sw_max_workers)
-			{
-				char	   *dbname;
-				MemoryContext old;
-
-				/*
-				 * A worker in a database without streamwm exits at once;
-				 * CREATE EXTENSION starts one later.
-				 */
-				running++;
-				if (entry->handle != NULL)
-					pfree(entry->handle);
-				entry->handle = NULL;
-				StartTransactionCommand();
-				dbname = get_database_name(dboid);
-				old = MemoryContextSwitchTo(TopMemoryContext);
-				entry->started = start_db_worker(dboid, dbname, &entry->handle);
-				MemoryContextSwitchTo(old);
-				CommitTransactionCommand();
-			}
+			entry->present = true;
+			if (all || list_member_oid(requests, dboid))
+				entry->wanted = true;
 		}
+		/* forget databases that are gone (dropped, or no longer connectable) */
+		hash_seq_init(&status, probed);
+		while ((entry = hash_seq_search(&status)) != NULL)
+		{
+			if (!entry->present && entry->handle == NULL)
+				(void) hash_search(probed, &entry->dboid, HASH_REMOVE, NULL);
+		}
+		list_free(requests);
 		list_free(dbs);
 
+		/*
+		 * Workers we registered may not show in the backend status yet, and
+		 * those a launcher before us started are not ours: count both ways.
+		 */
+		running = Max(running_db_workers(), alive_started_workers(probed));
+		memset(owned, 0, sizeof(bool) * sw_slot_count());
+		hash_seq_init(&status, probed);
+		while ((entry = hash_seq_search(&status)) != NULL)
+		{
+			bool		due;
+
+			if (entry->handle != NULL)
+			{
+				owned[entry->slot] = true;
+				continue;		/* running; a request waits until it leaves */
+			}
+			if (!entry->present || sw_database_kept_away(entry->dboid))
+				continue;
+			due = entry->wanted ||
+				(entry->restart_at != 0 && entry->restart_at <= now);
+			if (due)
+				to_start = lappend_oid(to_start, entry->dboid);
+			else if (entry->restart_at != 0)
+				sleep_ms = Min(sleep_ms, (entry->restart_at - now) / 1000 + 1);
+		}
+		/* (not in the scan above: a transaction's end would end it) */
+		foreach(lc, to_start)
+		{
+			Oid			dboid = lfirst_oid(lc);
+			char	   *dbname;
+			int			slot;
+			MemoryContext old;
+			bool		started;
+
+			/* past streamwm.max_workers, wait for the next round */
+			if (running >= sw_max_workers)
+				break;
+			slot = sw_slot_acquire(dboid);
+			if (slot < 0)
+				break;
+			entry = hash_search(probed, &dboid, HASH_FIND, NULL);
+			StartTransactionCommand();
+			dbname = get_database_name(dboid);
+			old = MemoryContextSwitchTo(TopMemoryContext);
+			started = start_db_worker(dboid, dbname, slot, &entry->handle);
+			MemoryContextSwitchTo(old);
+			CommitTransactionCommand();
+			if (started)
+			{
+				running++;
+				owned[slot] = true;
+				entry->slot = slot;
+				entry->wanted = false;
+				entry->restart_at = 0;
+			}
+			else
+			{
+				(void) sw_slot_release(slot);
+				entry->handle = NULL;
+			}
+		}
+		list_free(to_start);
+		sw_slots_reclaim(owned);
+
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 sw_launcher_naptime * 1000L, PG_WAIT_EXTENSION);
+						 Max(sleep_ms, 1), PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 }
@@ -441,6 +545,9 @@ streamwm_schedule_changed(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("streamwm._schedule_changed() must be called as a trigger")));
 	CacheInvalidateRelcache(trigdata->tg_relation);
+	/* a new stream (create_stream, a restore): the database needs its worker */
+	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		launch_when_committed();
 	PG_RETURN_POINTER(NULL);
 }
 
@@ -616,6 +723,18 @@ take_worker_lock(Oid dboid)
 }
 
 /*
+ * before_shmem_exit callback of a database worker: release the session lock
+ * of take_worker_lock().  Session locks of the default lock method outlive
+ * a process that ends outside a transaction (only an abort releases them),
+ * and would keep every later worker of the database out.
+ */
+static void
+release_worker_lock(int code, Datum arg)
+{
+	LockReleaseSession(DEFAULT_LOCKMETHOD);
+}
+
+/*
  * One tick of one stream, in its own transaction.  Returns false, having
  * done nothing, when the schedule turned out stale as the transaction
  * started (the stream may be gone): the caller reads it again first.
@@ -665,9 +784,15 @@ streamwm_worker_main(Datum arg)
 	bool		got_lock;
 	TimestampTz extension_checked;
 
+	int			slot;
+
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+	memcpy(&slot, MyBgworkerEntry->bgw_extra, sizeof(slot));
+	/* a database that DROP DATABASE (or the like) keeps us out of */
+	if (!sw_worker_attach(slot))
+		sw_worker_exit_cleanly();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	/* steps need READ COMMITTED (process.c), whatever the database's default */
 	SetConfigOption("default_transaction_isolation", "read committed",
@@ -684,15 +809,16 @@ streamwm_worker_main(Datum arg)
 		ereport(DEBUG1,
 				(errmsg("streamwm worker for database %u stops: the extension is not installed",
 						dboid)));
-		proc_exit(0);
+		sw_worker_exit_cleanly();
 	}
 
-	/* One worker per database: a session lock, gone when we exit. */
+	/* One worker per database: a session lock, released when we exit. */
+	before_shmem_exit(release_worker_lock, (Datum) 0);
 	StartTransactionCommand();
 	got_lock = take_worker_lock(dboid);
 	CommitTransactionCommand();
 	if (!got_lock)
-		proc_exit(0);
+		sw_worker_exit_cleanly();
 
 	ctl.keysize = sizeof(Oid);
 	ctl.entrysize = sizeof(StreamSchedule);
@@ -746,7 +872,21 @@ streamwm_worker_main(Datum arg)
 				ereport(LOG,
 						(errmsg("streamwm worker for database %u stops: the extension is not installed",
 								dboid)));
-				proc_exit(0);
+				sw_worker_exit_cleanly();
+			}
+
+			/*
+			 * No stream: leave, so that a database with the extension and
+			 * nothing to process holds no background worker slot.  The
+			 * transaction that creates its first stream asks the launcher
+			 * for a worker when it commits (schedule_changed).
+			 */
+			if (hash_get_num_entries(schedule) == 0)
+			{
+				ereport(DEBUG1,
+						(errmsg("streamwm worker for database %u stops: no stream to process",
+								dboid)));
+				sw_worker_exit_cleanly();
 			}
 			hash_seq_init(&status, schedule);
 			while ((entry = hash_seq_search(&status)) != NULL)
@@ -800,7 +940,7 @@ streamwm_worker_main(Datum arg)
 						ereport(LOG,
 								(errmsg("streamwm worker for database %u stops: another worker took over",
 										dboid)));
-						proc_exit(0);
+						sw_worker_exit_cleanly();
 					}
 				}
 

@@ -28,26 +28,29 @@ sub workers
 		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = '$db'");
 }
 
-# --- one worker per database that has the extension, none elsewhere -------
+# --- one worker per database that has streams, none elsewhere -------------
 $node->safe_psql('postgres', 'CREATE DATABASE withext');
 $node->safe_psql('postgres', 'CREATE DATABASE noext');
 $node->safe_psql('withext', 'CREATE EXTENSION streamwm');
 ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'withext'"),
-	'a worker runs for the database with the extension');
-ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm launcher'"),
 	'the launcher runs');
-# give the launcher time to probe every database, then count again
+# give the launcher time to probe every database, then count
 sleep 2;
+is(workers('withext'), '0', 'no worker holds a slot for a database with the extension but no stream');
 is(workers('noext'), '0', 'no worker stays in a database without the extension');
 is(workers('postgres'), '0', 'no worker in postgres either');
+$node->safe_psql('withext', q{SELECT streamwm.create_stream('first', 'v int')});
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'withext'"),
+	'its first stream starts the database\'s worker');
 
 $node->safe_psql('postgres', 'CREATE DATABASE third');
 $node->safe_psql('third', 'CREATE EXTENSION streamwm');
+$node->safe_psql('third', q{SELECT streamwm.create_stream('first', 'v int')});
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'third'"),
-	'CREATE EXTENSION while running starts that database\'s worker');
+	'a stream created while the server runs starts that database\'s worker');
 is(workers('withext'), '1', 'still exactly one worker for withext');
 
 # --- live processing, real write times, no process() call ------------------
@@ -268,6 +271,7 @@ unlike($log, qr/deadlock detected/, 'no deadlock');
 # every loop read stream_def: no window was ever flat).
 $node->safe_psql('postgres', 'CREATE DATABASE sched');
 $node->safe_psql('sched', 'CREATE EXTENSION streamwm');
+$node->safe_psql('sched', q{SELECT streamwm.create_stream('keep', 'v int', watermark_granularity => '1 hour')});
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'sched'"),
 	'a worker runs for the database sched');
@@ -288,7 +292,7 @@ sub flat_while_idle
 	return 0;
 }
 sleep 2;
-ok(flat_while_idle(), 'no stream, no catalog change: the worker does not read stream_def');
+ok(flat_while_idle(), 'no stream due, no catalog change: the worker does not read stream_def');
 
 my $sched_log = -s $node->logfile;
 $node->safe_psql('sched', q{
@@ -326,10 +330,45 @@ ok(flat_while_idle(), 'and once dropped again, it is no longer scheduled');
 my $sched_lines = slurp_file($node->logfile, $sched_log);
 unlike($sched_lines, qr/skipped stream/, 'no tick of a dropped stream');
 is(workers('sched'), '1', 'the worker of sched still runs');
+$node->safe_psql('sched', q{SELECT streamwm.drop_stream('keep')});
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'sched'"),
+	'its last stream dropped, the worker leaves (no slot held)');
+$node->safe_psql('sched', q{SELECT streamwm.create_stream('keep', 'v int', watermark_granularity => '1 hour')});
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'sched'"),
+	'and a new stream brings it back');
 $node->safe_psql('sched', 'DROP EXTENSION streamwm CASCADE');
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'sched'"),
 	'an idle worker with a cached schedule still stops at DROP EXTENSION');
+
+# --- plain DROP DATABASE (and RENAME) while the worker runs ----------------
+$node->safe_psql('postgres', 'CREATE DATABASE doomed');
+$node->safe_psql('doomed', q{
+	CREATE EXTENSION streamwm;
+	SELECT streamwm.create_stream('d', 'v int', watermark_granularity => '100 ms');
+	SELECT streamwm.create_query('d_q', 'SELECT count(*) AS n FROM d', hop => '1 s', size => '1 s');
+	INSERT INTO d (v) SELECT g FROM generate_series(1, 100) g;
+});
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'doomed'"),
+	'a worker runs for the database doomed');
+$node->safe_psql('postgres', 'ALTER DATABASE doomed RENAME TO renamed');
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'renamed'"),
+	'ALTER DATABASE ... RENAME TO works while the worker runs, and the worker comes back');
+my $drop_log = -s $node->logfile;
+my ($rc, $out, $err) = $node->psql('postgres', 'DROP DATABASE renamed');
+is($rc, 0, 'plain DROP DATABASE works while the worker runs');
+is($err, '', 'without an error');
+sleep 3;	# longer than worker_restart_seconds and launcher_naptime
+my $after_drop = slurp_file($node->logfile, $drop_log);
+unlike($after_drop, qr/does not exist/, 'no worker is restarted into the dropped database');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'streamwm worker'}),
+	$node->safe_psql('postgres', q{SELECT count(DISTINCT datname) FROM pg_stat_activity WHERE backend_type = 'streamwm worker'}),
+	'one worker per database still');
+is(workers('withext'), '1', 'the other databases keep theirs');
 
 $node->stop;
 done_testing();

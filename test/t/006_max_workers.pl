@@ -18,6 +18,7 @@ for my $db (qw(d1 d2 d3 d4))
 {
 	$node->safe_psql('postgres', "CREATE DATABASE $db");
 	$node->safe_psql($db, 'CREATE EXTENSION streamwm');
+	$node->safe_psql($db, q{SELECT streamwm.create_stream('s', 'v int')});
 }
 $node->restart;
 ok($node->poll_query_until('postgres', q{
@@ -32,5 +33,13 @@ $node->reload;
 ok($node->poll_query_until('postgres', q{
 	SELECT count(*) = 4 FROM pg_stat_activity WHERE backend_type = 'streamwm worker'}),
 	'raising streamwm.max_workers starts the others');
+
+# a database with the extension but no stream holds no slot
+$node->safe_psql('postgres', 'CREATE DATABASE empty');
+$node->safe_psql('empty', 'CREATE EXTENSION streamwm');
+sleep 3;
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'streamwm worker' AND datname = 'empty'}),
+	'0', 'a database with no stream has no worker');
 $node->stop;
 done_testing();

@@ -7,20 +7,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 if [ "$(id -u)" = 0 ]; then
     # PostgreSQL refuses to run as root: run the demo as the postgres user.
     tmp=$(mktemp -d)
-    cp "$here"/cluster.sh "$here"/demo.sh "$tmp"/
-    mkdir -p "$tmp/sql" && cp "$here"/../sql/ydb_example_demo.sql "$here"/../sql/ydb_example_live.sql "$tmp/sql/"
+    cp "$here"/../test/cluster.sh "$here"/demo.sh "$here"/ydb_example.sql "$here"/ydb_example_live.sql "$tmp"/
     chown -R postgres "$tmp"
-    exec runuser -u postgres -- env DEMO_SQL_DIR="$tmp/sql" bash "$tmp/demo.sh"
+    exec runuser -u postgres -- env DEMO_DIR="$tmp" bash "$tmp/demo.sh"
 fi
-sqldir=${DEMO_SQL_DIR:-$here/../sql}
-. "$here/cluster.sh"
+sqldir=${DEMO_DIR:-$here}
+if [ -n "${DEMO_DIR:-}" ]; then . "$sqldir/cluster.sh"; else . "$here/../test/cluster.sh"; fi
 dir=$(mktemp -d /tmp/streamwm-demo.XXXXXX)
 trap 'cluster_stop "$dir"; rm -rf "$dir"' EXIT
 cluster_start "$dir" "shared_preload_libraries = 'streamwm'"
 PSQL="psql -X -q -v ON_ERROR_STOP=1 -d postgres"
 
 echo "== The YDB example (SPEC section 9), with explicit write times and streamwm.process()"
-$PSQL -f "$sqldir/ydb_example_demo.sql"
+$PSQL -f "$sqldir/ydb_example.sql"
 
 echo
 echo "== The same example live: real write times, the background worker closes the windows"
