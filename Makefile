@@ -33,7 +33,7 @@ EXTENSION = streamwm
 DATA = sql/streamwm--0.1.sql
 PGFILEDESC = "streamwm - event-time stream processing"
 
-REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl panes engine extension_aggs aggstate_attack commit_order heartbeat controls chain lateness alter_query recompute origin ordered processing_time session count
+REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl panes engine extension_aggs aggstate_attack commit_order heartbeat controls chain lateness alter_query recompute origin ordered processing_time session count descriptions
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
 ISOLATION = concurrent_writers concurrent_process commit_order idle_holds renumber heartbeat notify alter_query
 ISOLATION_OPTS = --inputdir=test --outputdir=test/results/isolation

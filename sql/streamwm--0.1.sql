@@ -251,19 +251,13 @@ CREATE FUNCTION streamwm._window_sql(query text)
 CREATE FUNCTION streamwm.window_start(ts timestamptz, hop interval)
     RETURNS timestamptz AS 'MODULE_PATHNAME', 'streamwm_window_start'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION streamwm.window_start(timestamptz, interval) IS
-    'start of the epoch-aligned pane of width hop that contains ts';
 CREATE FUNCTION streamwm.window_start(ts timestamptz, hop interval, origin timestamptz)
     RETURNS timestamptz AS 'MODULE_PATHNAME', 'streamwm_window_start'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION streamwm.window_start(timestamptz, interval, timestamptz) IS
-    'start of the pane of width hop aligned at origin that contains ts, as date_bin(hop, ts, origin)';
 CREATE FUNCTION streamwm.pane_windows(pane timestamptz, lo timestamptz, hi timestamptz,
     hop interval, size interval)
     RETURNS SETOF timestamptz AS 'MODULE_PATHNAME', 'streamwm_pane_windows'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 1;
-COMMENT ON FUNCTION streamwm.pane_windows(timestamptz, timestamptz, timestamptz, interval, interval) IS
-    'starts of the windows of size/hop that contain the pane starting at pane and start in (lo, hi]';
 
 -- Aggregates run in pieces, for the pane plan (src/aggstate.c): the partial
 -- state of an aggregate per pane and group, states merged, and states
@@ -1523,52 +1517,6 @@ GRANT USAGE ON SCHEMA streamwm TO PUBLIC;
 GRANT SELECT ON streamwm.streams, streamwm.partitions, streamwm.queries,
                streamwm.late_events TO PUBLIC;
 
--- What \dx+ streamwm and \df+ show of the public API (the _-prefixed
--- functions are internal: called by these, never by users).
-COMMENT ON FUNCTION streamwm.create_stream(text, text, int, interval, text, text, interval, interval,
-                                           interval, interval, interval) IS
-    'create a stream table (user columns + sw_partition, sw_offset, sw_write_time, sw_event_time)';
-COMMENT ON FUNCTION streamwm.drop_stream(regclass, boolean) IS
-    'drop a stream table and its catalog rows (cascade: its queries too)';
-COMMENT ON FUNCTION streamwm.ingest(regclass, jsonb, int, timestamptz) IS
-    'insert a JSON object or array of objects into a stream; returns the rows stored';
-COMMENT ON FUNCTION streamwm.ingest_lines(regclass, text, int, timestamptz) IS
-    'insert one JSON object per line into a stream; returns the rows stored';
-COMMENT ON FUNCTION streamwm.process(regclass, timestamptz) IS
-    'run one processing step on a stream (all streams when NULL), as a worker tick does';
-COMMENT ON FUNCTION streamwm.create_query(text, text, interval, interval, text, text, regclass,
-                                          timestamptz, text, interval) IS
-    'create a hopping/tumbling window query (hop and size NULL: ordered output); returns the result table';
-COMMENT ON FUNCTION streamwm.create_session_query(text, text, interval, text, text) IS
-    'create a session window query (sessions per group closed by a gap); returns the result table';
-COMMENT ON FUNCTION streamwm.create_count_query(text, text, int, int, text, text) IS
-    'create a count window query (every size events per group, every slide); returns the result table';
-COMMENT ON FUNCTION streamwm.alter_query(text, text) IS
-    'give a query a new text from its next window that has not closed';
-COMMENT ON FUNCTION streamwm.recompute(text, timestamptz, timestamptz) IS
-    'recompute and upsert the closed windows of a query in a range, from retained rows';
-COMMENT ON FUNCTION streamwm.pause_query(text) IS
-    'stop closing a query''s windows, keeping its position and the rows it needs';
-COMMENT ON FUNCTION streamwm.resume_query(text) IS
-    'let a paused query catch up';
-COMMENT ON FUNCTION streamwm.drop_query(text, boolean) IS
-    'drop a query (drop_result: its result table too)';
-COMMENT ON VIEW streamwm.streams IS
-    'one row per stream: watermark, events, late and expired rows, lag, why W is stalled';
-COMMENT ON VIEW streamwm.partitions IS
-    'one row per stream partition: offsets, watermark, last arrival, idle, open writers holding it';
-COMMENT ON VIEW streamwm.queries IS
-    'one row per query: state, closed_until, windows emitted and re-fired, pending events, lag, last error';
-COMMENT ON VIEW streamwm.late_events IS
-    'every event dropped as late, with W when it was processed';
-COMMENT ON TABLE streamwm.commit_log IS
-    'internal: when each transaction''s rows reached each partition (commit order)';
-COMMENT ON TABLE streamwm.stream_def IS 'internal: one row per stream';
-COMMENT ON TABLE streamwm.query_def IS 'internal: one row per query';
-COMMENT ON TABLE streamwm.partition_state IS 'internal: what the watermark rule remembers of each partition';
-COMMENT ON TABLE streamwm.late_event_log IS 'internal: the late events (see streamwm.late_events)';
-COMMENT ON TABLE streamwm.retention_mark IS 'internal: retention''s map of a stream by offset';
-
 /* ---------------------------------------------------------------------
  * Background worker
  * --------------------------------------------------------------------- */
@@ -1579,3 +1527,360 @@ CREATE FUNCTION streamwm._launch() RETURNS boolean
 -- Start this database's worker when CREATE EXTENSION commits (or say that
 -- none will run because the library is not preloaded).
 SELECT streamwm._launch();
+
+/* ---------------------------------------------------------------------
+ * Descriptions (COMMENT ON ...)
+ *
+ * What \dx+ streamwm, \df+, \dv+, \d+ and obj_description() show.  Every
+ * object of the extension and every column of its views and catalog
+ * tables has one (sql/descriptions.sql fails for one that has none).
+ * Functions whose names start with "_" and the partial/merge/combine
+ * aggregates are internal: called by streamwm itself, never by users.
+ * --------------------------------------------------------------------- */
+
+COMMENT ON SCHEMA streamwm IS
+    'streamwm: event-time streams, watermarks and window queries with exactly-once results';
+
+-- public API
+COMMENT ON FUNCTION streamwm.create_stream(text, text, int, interval, text, text, interval, interval,
+                                           interval, interval, interval) IS
+    'create a stream table named name with the given columns plus sw_partition, sw_offset, sw_write_time and sw_event_time, split into partitions; the other arguments set its watermark (watermark_delay, idle_timeout, watermark_granularity, max_future_skew, allowed_lateness), its event_time expression (NULL: write time), partition_key and retention; returns the table';
+COMMENT ON FUNCTION streamwm.drop_stream(regclass, boolean) IS
+    'drop a stream table and everything streamwm keeps about it; refused while a query reads it or writes into it, unless cascade, which drops those queries too (their result tables are kept)';
+COMMENT ON FUNCTION streamwm.ingest(regclass, jsonb, int, timestamptz) IS
+    'insert rows (a JSON object, or an array of objects keyed by column name) into a stream, into partition if given and with write_time as sw_write_time if given; returns the number of rows stored';
+COMMENT ON FUNCTION streamwm.ingest_lines(regclass, text, int, timestamptz) IS
+    'insert rows given as one JSON object per line (JSONEachRow) into a stream, into partition if given and with write_time as sw_write_time if given; returns the number of rows stored';
+COMMENT ON FUNCTION streamwm.process(regclass, timestamptz) IS
+    'run one processing step synchronously, as a worker tick does: read the committed rows of stream (NULL: every stream the caller manages), advance the watermarks, close and upsert windows, apply retention; now is the clock for idle detection (NULL: clock_timestamp())';
+COMMENT ON FUNCTION streamwm.create_query(text, text, interval, interval, text, text, regclass,
+                                          timestamptz, text, interval) IS
+    'create a window query: query (SELECT ... FROM a stream ...) over windows [origin + n*hop, +size), upserted into result_table (default: the name) or written into result_stream, from start_from (''latest''|''earliest''), in time_domain (''event''|''processing''), with result rows older than W - result_retention deleted; hop and size NULL: ordered output; returns the result table';
+COMMENT ON FUNCTION streamwm.create_session_query(text, text, interval, text, text) IS
+    'create a session window query: per GROUP BY group, a session is a run of events less than gap apart, closed when W >= last event + gap and upserted into result_table (default: the name); start_from ''latest''|''earliest''; returns the result table';
+COMMENT ON FUNCTION streamwm.create_count_query(text, text, int, int, text, text) IS
+    'create a count window query: per GROUP BY group, windows of size events every slide events (NULL: size), in event-time order, emitted once all their events are below W, upserted into result_table (default: the name); start_from ''latest''|''earliest''; returns the result table';
+COMMENT ON FUNCTION streamwm.alter_query(text, text) IS
+    'replace the text of query name with query, from its next window that has not closed, keeping its position, result table and counters (not for ordered, session or count queries)';
+COMMENT ON FUNCTION streamwm.recompute(text, timestamptz, timestamptz) IS
+    'recompute from the retained stream rows and upsert again the closed windows of query name with from <= window_start and window_end <= to; refused for a range retention has removed; returns the result rows written';
+COMMENT ON FUNCTION streamwm.pause_query(text) IS
+    'pause a query: it closes no window until resumed, keeps its position, and retention keeps the rows its open windows need';
+COMMENT ON FUNCTION streamwm.resume_query(text) IS
+    'resume a paused query; its next steps catch up on every window that closed meanwhile';
+COMMENT ON FUNCTION streamwm.drop_query(text, boolean) IS
+    'drop a query; drop_result also drops its result table (only if it belongs to the query''s owner)';
+COMMENT ON FUNCTION streamwm.window_start(timestamptz, interval) IS
+    'start of the epoch-aligned window of width hop that contains ts (the pane a row belongs to)';
+COMMENT ON FUNCTION streamwm.window_start(timestamptz, interval, timestamptz) IS
+    'start of the window of width hop aligned at origin that contains ts, as date_bin(hop, ts, origin)';
+COMMENT ON FUNCTION streamwm.pane_windows(timestamptz, timestamptz, timestamptz, interval, interval) IS
+    'starts of the windows of width size every hop that contain the pane starting at pane and start in (lo, hi]';
+
+-- internal functions and aggregates
+COMMENT ON FUNCTION streamwm._alter_query(text, text, text) IS
+    'internal: alter_query''s rewrite of the catalog row, not for direct use';
+COMMENT ON FUNCTION streamwm._bind_query(text) IS
+    'internal: a query''s text deparsed with every name schema-qualified, not for direct use';
+COMMENT ON FUNCTION streamwm._check_count_query(text) IS
+    'internal: creates a count query''s state table and plans its statement, not for direct use';
+COMMENT ON FUNCTION streamwm._check_create_table(text) IS
+    'internal: refuses anything but one CREATE TABLE statement (create_stream''s columns), not for direct use';
+COMMENT ON FUNCTION streamwm._check_interval(text, interval, boolean) IS
+    'internal: checks an interval argument (not NULL, no months, positive), not for direct use';
+COMMENT ON FUNCTION streamwm._check_query(text) IS
+    'internal: plans a new or altered query''s statement as its owner, not for direct use';
+COMMENT ON FUNCTION streamwm._combine_ffunc(internal, bytea, oid, anyelement) IS
+    'internal: final function of the combine aggregate (pane plan), not for direct use';
+COMMENT ON FUNCTION streamwm._combine_sfunc(internal, bytea, oid) IS
+    'internal: transition function of the merge aggregate (pane plan), not for direct use';
+COMMENT ON FUNCTION streamwm._combine_sfunc(internal, bytea, oid, anyelement) IS
+    'internal: transition function of the combine aggregate (pane plan), not for direct use';
+COMMENT ON FUNCTION streamwm._create_count_query(text, text, int, int, text, text, text) IS
+    'internal: body of create_count_query, not for direct use';
+COMMENT ON FUNCTION streamwm._create_ordered_query(text, text, text, text, text, regclass) IS
+    'internal: body of create_query with hop and size NULL (ordered output), not for direct use';
+COMMENT ON FUNCTION streamwm._create_query(text, text, interval, interval, text, text, text, regclass,
+                                           timestamptz, text) IS
+    'internal: body of create_query for window queries, not for direct use';
+COMMENT ON FUNCTION streamwm._create_session_query(text, text, interval, text, text, text) IS
+    'internal: body of create_session_query, not for direct use';
+COMMENT ON FUNCTION streamwm._create_stream(text, text, int, interval, text, text, interval, interval,
+                                            interval, interval, text) IS
+    'internal: body of create_stream, not for direct use';
+COMMENT ON FUNCTION streamwm._earliest_closed_until(regclass, interval, interval, timestamptz) IS
+    'internal: where a new ''earliest'' query starts (its first window whose rows are all retained), not for direct use';
+COMMENT ON FUNCTION streamwm._guard_ddl() IS
+    'internal: event trigger function refusing DDL that would break a stream or a query, not for direct use';
+COMMENT ON FUNCTION streamwm._guard_ddl_end() IS
+    'internal: event trigger function writing renames into the queries that read the renamed objects, not for direct use';
+COMMENT ON FUNCTION streamwm._guard_sql_drop() IS
+    'internal: event trigger function refusing to drop a stream''s sw_ triggers, not for direct use';
+COMMENT ON FUNCTION streamwm._ingest_when(regclass, text, text) IS
+    'internal: validates event_time and partition_key and builds the sw_ingest trigger''s WHEN clause, not for direct use';
+COMMENT ON FUNCTION streamwm._launch() IS
+    'internal: starts this database''s background worker, not for direct use';
+COMMENT ON FUNCTION streamwm._offset_sequence_name(regclass) IS
+    'internal: a free name for a stream''s offset sequence, not for direct use';
+COMMENT ON FUNCTION streamwm._on_sql_drop() IS
+    'internal: event trigger function removing the catalog rows of dropped stream tables, not for direct use';
+COMMENT ON FUNCTION streamwm._partial_sfunc(internal, oid) IS
+    'internal: transition function of the partial aggregate (pane plan), not for direct use';
+COMMENT ON FUNCTION streamwm._partial_sfunc(internal, oid, VARIADIC "any") IS
+    'internal: transition function of the partial aggregate (pane plan), not for direct use';
+COMMENT ON FUNCTION streamwm._partition_stats(regclass) IS
+    'internal: per-partition figures of a stream for the views (newest offset, backlog, open writers), not for direct use';
+COMMENT ON FUNCTION streamwm._qualified_name(text, text) IS
+    'internal: a table name quoted and schema-qualified under a search_path, not for direct use';
+COMMENT ON FUNCTION streamwm._query_columns(regclass, text) IS
+    'internal: the output columns and key of a window query, not for direct use';
+COMMENT ON FUNCTION streamwm._query_columns(regclass, text, boolean) IS
+    'internal: the output columns of an ordered query, not for direct use';
+COMMENT ON FUNCTION streamwm._query_pending(regclass, timestamptz) IS
+    'internal: rows a query has not yet closed a window over, for streamwm.queries, not for direct use';
+COMMENT ON FUNCTION streamwm._query_stream(text) IS
+    'internal: the one stream a query reads, not for direct use';
+COMMENT ON FUNCTION streamwm._register_query(text, regclass, text, text, interval, interval, regclass,
+                                             text, bigint, timestamptz, timestamptz, text) IS
+    'internal: records a new query in the catalog after checking the caller''s rights, not for direct use';
+COMMENT ON FUNCTION streamwm._register_session(text, interval) IS
+    'internal: makes a registered query a session query, not for direct use';
+COMMENT ON FUNCTION streamwm._register_stream(regclass, int, interval, text, text, interval, interval,
+                                              interval, interval) IS
+    'internal: records a new stream in the catalog after checking the caller''s rights, not for direct use';
+COMMENT ON FUNCTION streamwm._schedule_changed() IS
+    'internal: trigger function telling the worker that the streams or their granularity changed, not for direct use';
+COMMENT ON FUNCTION streamwm._set_allowed_lateness(regclass, interval) IS
+    'internal: create_stream''s allowed_lateness, not for direct use';
+COMMENT ON FUNCTION streamwm._set_count_windows(text, int, int) IS
+    'internal: makes a registered query a count query, not for direct use';
+COMMENT ON FUNCTION streamwm._set_result_retention(text, regclass, interval) IS
+    'internal: create_query''s result_retention, not for direct use';
+COMMENT ON FUNCTION streamwm._start_offset(regclass, text) IS
+    'internal: the offset a new query starts reading after, not for direct use';
+COMMENT ON FUNCTION streamwm._state_ffunc(internal) IS
+    'internal: final function of the partial and merge aggregates (serialized state), not for direct use';
+COMMENT ON FUNCTION streamwm._stream_insert() IS
+    'internal: BEFORE INSERT trigger function of stream tables (partition, offset, write and event time), not for direct use';
+COMMENT ON FUNCTION streamwm._stream_no_update() IS
+    'internal: BEFORE UPDATE trigger function of stream tables (append-only), not for direct use';
+COMMENT ON FUNCTION streamwm._stream_of(regclass) IS
+    'internal: a stream''s catalog row, or an error if it is not a stream, not for direct use';
+COMMENT ON FUNCTION streamwm._stream_purge() IS
+    'internal: DELETE trigger function of stream tables (counts purged unread rows), not for direct use';
+COMMENT ON FUNCTION streamwm._stream_truncate() IS
+    'internal: TRUNCATE trigger function of stream tables (refuses RESTART IDENTITY, counts purged rows), not for direct use';
+COMMENT ON FUNCTION streamwm._unregister_query(text) IS
+    'internal: removes a query from the catalog after checking the caller''s rights, not for direct use';
+COMMENT ON FUNCTION streamwm._unregister_stream(regclass, boolean) IS
+    'internal: removes a stream from the catalog after checking the caller''s rights, not for direct use';
+COMMENT ON FUNCTION streamwm._window_sql(text) IS
+    'internal: the statement a step runs for a query, for inspection, not for direct use';
+COMMENT ON AGGREGATE streamwm.partial(oid) IS
+    'internal: partial state of an aggregate over a pane (pane plan), not for direct use';
+COMMENT ON AGGREGATE streamwm.partial(oid, VARIADIC "any") IS
+    'internal: partial state of an aggregate over a pane (pane plan), not for direct use';
+COMMENT ON AGGREGATE streamwm.merge(bytea, oid) IS
+    'internal: partial states of an aggregate merged into one (pane plan), not for direct use';
+COMMENT ON AGGREGATE streamwm.combine(bytea, oid, anyelement) IS
+    'internal: partial states of an aggregate combined and finalized into its result (pane plan), not for direct use';
+
+-- event triggers, the catalog's trigger and row-level security policies
+COMMENT ON EVENT TRIGGER streamwm_guard_ddl IS
+    'streamwm: refuses DDL that would break a stream (its sw_ columns, triggers, sequence) or a query (columns and tables it uses)';
+COMMENT ON EVENT TRIGGER streamwm_guard_ddl_end IS
+    'streamwm: writes renames of streams, tables, columns and schemas into the queries that read them';
+COMMENT ON EVENT TRIGGER streamwm_guard_sql_drop IS
+    'streamwm: refuses DROP ... CASCADE that would take a stream''s sw_ triggers along';
+COMMENT ON EVENT TRIGGER streamwm_sql_drop IS
+    'streamwm: a stream table dropped with DROP TABLE takes its catalog rows and its queries along';
+COMMENT ON TRIGGER schedule_changed ON streamwm.stream_def IS
+    'tells the background worker to read its schedule again when streams or their granularity change';
+COMMENT ON POLICY visible_rows ON streamwm.stream_def IS
+    'a stream''s row is visible to members of its owner, to roles that may SELECT from it, and to pg_read_all_stats';
+COMMENT ON POLICY visible_rows ON streamwm.query_def IS
+    'a query''s row is visible to members of its owner and to pg_read_all_stats';
+COMMENT ON POLICY visible_rows ON streamwm.partition_state IS
+    'visible when its stream''s row in stream_def is';
+COMMENT ON POLICY visible_rows ON streamwm.late_event_log IS
+    'visible when its stream''s row in stream_def is';
+COMMENT ON POLICY visible_rows ON streamwm.retention_mark IS
+    'visible when its stream''s row in stream_def is';
+COMMENT ON POLICY visible_rows ON streamwm.commit_log IS
+    'visible when its stream''s row in stream_def is';
+
+-- views
+COMMENT ON VIEW streamwm.streams IS
+    'one row per stream the caller may see: its settings, watermark, counters, backlog, and why W cannot advance';
+COMMENT ON COLUMN streamwm.streams.stream IS 'the stream table';
+COMMENT ON COLUMN streamwm.streams.partitions IS 'number of partitions (0 .. partitions-1)';
+COMMENT ON COLUMN streamwm.streams.watermark IS 'W, the stream watermark: never decreases; -infinity before the first event';
+COMMENT ON COLUMN streamwm.streams.events IS 'rows processed so far, late ones included';
+COMMENT ON COLUMN streamwm.streams.late_events IS 'rows processed as late (event time below W - allowed_lateness): in no window, listed in streamwm.late_events';
+COMMENT ON COLUMN streamwm.streams.watermark_delay IS 'a partition''s watermark is its maximum event time minus this';
+COMMENT ON COLUMN streamwm.streams.idle_timeout IS 'a partition with no arrival for this long (and no open writing transaction) is idle and does not hold W back';
+COMMENT ON COLUMN streamwm.streams.event_time IS 'the event time expression over the columns; NULL: the write time';
+COMMENT ON COLUMN streamwm.streams.partition_key IS 'the expression hashed to pick a partition; NULL: the writer''s sticky partition';
+COMMENT ON COLUMN streamwm.streams.watermark_granularity IS 'how often a background worker processes the stream';
+COMMENT ON COLUMN streamwm.streams.retention IS 'rows older than W - retention that every query is done with are removed (late rows: retention after they arrived)';
+COMMENT ON COLUMN streamwm.streams.expired_rows IS 'rows removed by retention';
+COMMENT ON COLUMN streamwm.streams.created IS 'when the stream was created';
+COMMENT ON COLUMN streamwm.streams.owner IS 'the owner: its processing runs as this role';
+COMMENT ON COLUMN streamwm.streams.last_processed IS 'the clock (now) of the last step that processed the stream; NULL: never processed';
+COMMENT ON COLUMN streamwm.streams.unprocessed_events IS 'committed rows that processing has not read yet';
+COMMENT ON COLUMN streamwm.streams.processing_lag IS 'how long the oldest unprocessed row has waited since it arrived (0 when there is none)';
+COMMENT ON COLUMN streamwm.streams.max_future_skew IS 'an event further ahead of its arrival than this advances its partition''s watermark only to arrival + this; NULL: no limit';
+COMMENT ON COLUMN streamwm.streams.future_events IS 'events whose event time was more than max_future_skew ahead of their arrival';
+COMMENT ON COLUMN streamwm.streams.purged_rows IS 'unprocessed rows removed by a user''s DELETE or TRUNCATE';
+COMMENT ON COLUMN streamwm.streams.allowed_lateness IS 'events down to W - allowed_lateness are still accepted and re-fire the closed windows they fall into';
+COMMENT ON COLUMN streamwm.streams.heartbeat IS 'whether idle partitions'' watermarks advance with the wall clock (a write-time stream)';
+COMMENT ON COLUMN streamwm.streams.watermark_stalled IS 'why W cannot advance now, in words; NULL when it can';
+
+COMMENT ON VIEW streamwm.partitions IS
+    'one row per partition of each stream the caller may see: offsets, watermark, arrival, whether it is idle or held by an open transaction';
+COMMENT ON COLUMN streamwm.partitions.stream IS 'the stream table';
+COMMENT ON COLUMN streamwm.partitions.partition IS 'the partition number';
+COMMENT ON COLUMN streamwm.partitions.last_offset IS 'the newest committed offset in the partition';
+COMMENT ON COLUMN streamwm.partitions.processed_offset IS 'processing has read the partition up to this offset';
+COMMENT ON COLUMN streamwm.partitions.max_event_time IS 'the maximum event time processed in the partition (capped by max_future_skew); -infinity before its first';
+COMMENT ON COLUMN streamwm.partitions.watermark IS 'the partition watermark: max_event_time - watermark_delay';
+COMMENT ON COLUMN streamwm.partitions.last_arrival IS 'when the newest committed row arrived (its transaction committed)';
+COMMENT ON COLUMN streamwm.partitions.idle IS 'whether the partition is idle now (no arrival for idle_timeout, no open writing transaction), so that it does not hold W back';
+COMMENT ON COLUMN streamwm.partitions.behind IS 'whether committed rows of the partition wait to be processed';
+COMMENT ON COLUMN streamwm.partitions.held_by IS 'process ID of a backend whose open transaction has written into the partition (W waits for it); NULL: none';
+COMMENT ON COLUMN streamwm.partitions.held_since IS 'when that transaction began';
+
+COMMENT ON VIEW streamwm.queries IS
+    'one row per query the caller may see: its kind, position, counters, state, lag and last error';
+COMMENT ON COLUMN streamwm.queries.query IS 'the query''s name';
+COMMENT ON COLUMN streamwm.queries.stream IS 'the stream it reads';
+COMMENT ON COLUMN streamwm.queries.hop IS 'windows start every hop; NULL for ordered, session and count queries';
+COMMENT ON COLUMN streamwm.queries.size IS 'window length; NULL for ordered, session and count queries';
+COMMENT ON COLUMN streamwm.queries.result_table IS 'the table (or, for a chain, the stream) its results go into; NULL if it was dropped';
+COMMENT ON COLUMN streamwm.queries.closed_until IS 'every window ending at or before this is closed and its result written';
+COMMENT ON COLUMN streamwm.queries.windows_emitted IS 'windows closed and written';
+COMMENT ON COLUMN streamwm.queries.last_error IS 'the error of its last step, if that failed (shown to members of its owner and pg_read_all_stats only)';
+COMMENT ON COLUMN streamwm.queries.last_error_time IS 'when last_error happened';
+COMMENT ON COLUMN streamwm.queries.rows_upserted IS 'result rows written';
+COMMENT ON COLUMN streamwm.queries.start_from IS '''latest'' (rows ingested after its creation) or ''earliest'' (every retained row)';
+COMMENT ON COLUMN streamwm.queries.owner IS 'the owner: the query runs as this role';
+COMMENT ON COLUMN streamwm.queries.definition IS 'the query text as given (shown to members of its owner and pg_read_all_stats only)';
+COMMENT ON COLUMN streamwm.queries.plan IS 'how it is computed: pane (partial aggregates per pane), general (each window from its rows), session or count';
+COMMENT ON COLUMN streamwm.queries.pending_events IS 'rows of the stream, processed or not, in no window the query has closed yet';
+COMMENT ON COLUMN streamwm.queries.lag IS 'how far its results trail the newest event: newest event time - closed_until (before its first window: - the oldest pending event)';
+COMMENT ON COLUMN streamwm.queries.windows_refired IS 'closed windows written again because of events accepted through allowed_lateness';
+COMMENT ON COLUMN streamwm.queries.lag_seconds IS 'lag in seconds, for monitoring';
+COMMENT ON COLUMN streamwm.queries.state IS 'running, paused, failing (its last step failed; retried with backoff) or waiting for W (rows pending while W cannot advance)';
+COMMENT ON COLUMN streamwm.queries.paused IS 'whether pause_query() paused it';
+COMMENT ON COLUMN streamwm.queries.gap IS 'a session query''s gap; NULL for other queries';
+COMMENT ON COLUMN streamwm.queries.count_size IS 'a count query''s window size in events; NULL for other queries';
+COMMENT ON COLUMN streamwm.queries.count_slide IS 'a count query''s slide in events; NULL for other queries';
+
+COMMENT ON VIEW streamwm.late_events IS
+    'every late event of the streams the caller may see (in no window), kept for at least retention after it arrived';
+COMMENT ON COLUMN streamwm.late_events.stream IS 'the stream table';
+COMMENT ON COLUMN streamwm.late_events.partition IS 'the row''s sw_partition';
+COMMENT ON COLUMN streamwm.late_events.sw_offset IS 'the row''s sw_offset: the row itself stays in the stream table';
+COMMENT ON COLUMN streamwm.late_events.sw_event_time IS 'the row''s event time';
+COMMENT ON COLUMN streamwm.late_events.watermark IS 'W when the row was processed';
+
+-- catalog tables (written only by streamwm; read the views instead)
+COMMENT ON TABLE streamwm.stream_def IS
+    'streamwm catalog: one row per stream, its settings, W and counters (written only by streamwm; read streamwm.streams)';
+COMMENT ON COLUMN streamwm.stream_def.stream IS 'the stream table';
+COMMENT ON COLUMN streamwm.stream_def.partitions IS 'number of partitions';
+COMMENT ON COLUMN streamwm.stream_def.watermark_delay IS 'create_stream''s watermark_delay';
+COMMENT ON COLUMN streamwm.stream_def.event_time IS 'create_stream''s event_time expression; NULL: the write time';
+COMMENT ON COLUMN streamwm.stream_def.partition_key IS 'create_stream''s partition_key expression';
+COMMENT ON COLUMN streamwm.stream_def.granularity IS 'create_stream''s watermark_granularity: how often the worker processes the stream';
+COMMENT ON COLUMN streamwm.stream_def.idle_timeout IS 'create_stream''s idle_timeout';
+COMMENT ON COLUMN streamwm.stream_def.retention IS 'create_stream''s retention';
+COMMENT ON COLUMN streamwm.stream_def.created IS 'when the stream was created (partitions with no arrival are idle from then on)';
+COMMENT ON COLUMN streamwm.stream_def.owner IS 'the owner of the stream table when it was created';
+COMMENT ON COLUMN streamwm.stream_def.watermark IS 'W after the last step';
+COMMENT ON COLUMN streamwm.stream_def.events IS 'rows processed, late ones included';
+COMMENT ON COLUMN streamwm.stream_def.late_events IS 'rows processed as late';
+COMMENT ON COLUMN streamwm.stream_def.expired_rows IS 'rows removed by retention';
+COMMENT ON COLUMN streamwm.stream_def.last_processed IS 'the clock of the last step';
+COMMENT ON COLUMN streamwm.stream_def.max_future_skew IS 'create_stream''s max_future_skew; NULL: no limit';
+COMMENT ON COLUMN streamwm.stream_def.future_events IS 'events further ahead of their arrival than max_future_skew';
+COMMENT ON COLUMN streamwm.stream_def.retained_from IS 'rows with an earlier event time may have been removed by retention or a purge (where an ''earliest'' query starts)';
+COMMENT ON COLUMN streamwm.stream_def.retention_horizon IS 'rows with an earlier event time may have been removed by retention (recompute() refuses windows starting before it)';
+COMMENT ON COLUMN streamwm.stream_def.purged_rows IS 'unprocessed rows removed by a user''s DELETE or TRUNCATE';
+COMMENT ON COLUMN streamwm.stream_def.step_started IS 'a worker''s step of this stream began at this time and has not ended';
+COMMENT ON COLUMN streamwm.stream_def.step_crashes IS 'workers that ended inside this stream''s step in a row (the worker backs off on it)';
+COMMENT ON COLUMN streamwm.stream_def.allowed_lateness IS 'create_stream''s allowed_lateness';
+
+COMMENT ON TABLE streamwm.partition_state IS
+    'streamwm catalog: what the watermark rule remembers of each partition (written only by streamwm; read streamwm.partitions)';
+COMMENT ON COLUMN streamwm.partition_state.stream IS 'the stream table';
+COMMENT ON COLUMN streamwm.partition_state.partition IS 'the partition number';
+COMMENT ON COLUMN streamwm.partition_state.processed_offset IS 'processing has read the partition up to this offset';
+COMMENT ON COLUMN streamwm.partition_state.max_event_time IS 'the maximum event time processed in the partition (capped by max_future_skew)';
+COMMENT ON COLUMN streamwm.partition_state.last_arrival IS 'arrival of the newest row processed in the partition';
+COMMENT ON COLUMN streamwm.partition_state.live IS 'whether its newest row was written live, not with an explicit write time (the heartbeat applies)';
+
+COMMENT ON TABLE streamwm.query_def IS
+    'streamwm catalog: one row per query, its definition, position and window state (written only by streamwm; read streamwm.queries)';
+COMMENT ON COLUMN streamwm.query_def.name IS 'the query''s name';
+COMMENT ON COLUMN streamwm.query_def.stream IS 'the stream it reads';
+COMMENT ON COLUMN streamwm.query_def.query IS 'the query bound: deparsed with every name schema-qualified';
+COMMENT ON COLUMN streamwm.query_def.query_text IS 'the query as the user wrote it';
+COMMENT ON COLUMN streamwm.query_def.hop IS 'windows start every hop (0: ordered query; the gap for a session query; NULL for a count query)';
+COMMENT ON COLUMN streamwm.query_def.size IS 'window length (0: ordered query; the gap for a session query; NULL for a count query)';
+COMMENT ON COLUMN streamwm.query_def.result_table IS 'the result table, or the result stream of a chain';
+COMMENT ON COLUMN streamwm.query_def.result_name IS 'the result table''s qualified name, to find it again if it is dropped and re-created';
+COMMENT ON COLUMN streamwm.query_def.start_from IS 'latest or earliest';
+COMMENT ON COLUMN streamwm.query_def.start_offset IS 'the query reads rows with a higher offset';
+COMMENT ON COLUMN streamwm.query_def.search_path IS 'the creator''s search_path when the query was created';
+COMMENT ON COLUMN streamwm.query_def.owner IS 'the role the query runs as';
+COMMENT ON COLUMN streamwm.query_def.created IS 'when the query was created';
+COMMENT ON COLUMN streamwm.query_def.closed_until IS 'windows ending at or before this are closed and written';
+COMMENT ON COLUMN streamwm.query_def.windows_emitted IS 'windows closed and written';
+COMMENT ON COLUMN streamwm.query_def.rows_upserted IS 'result rows written';
+COMMENT ON COLUMN streamwm.query_def.last_error IS 'the error of the last step, if it failed';
+COMMENT ON COLUMN streamwm.query_def.last_error_time IS 'when last_error happened';
+COMMENT ON COLUMN streamwm.query_def.errors IS 'steps failed in a row (0 after a success)';
+COMMENT ON COLUMN streamwm.query_def.plan IS 'pane, general, session or count';
+COMMENT ON COLUMN streamwm.query_def.reads IS 'every relation the query reads (for the DDL guards)';
+COMMENT ON COLUMN streamwm.query_def.pane_table IS 'the query''s state table: partial aggregates per pane and group (pane plan), counts per group (count query)';
+COMMENT ON COLUMN streamwm.query_def.pane_stamp IS 'what pane_table''s contents were built with (server version, aggregates); rebuilt from the stream when it does not match';
+COMMENT ON COLUMN streamwm.query_def.folded_offsets IS 'per partition, rows up to this offset are folded into pane_table (general plan with allowed_lateness: were read)';
+COMMENT ON COLUMN streamwm.query_def.windows_refired IS 'closed windows written again (allowed_lateness)';
+COMMENT ON COLUMN streamwm.query_def.start_closed_until IS 'closed_until at creation: windows that ended by then are not the query''s and never re-fire';
+COMMENT ON COLUMN streamwm.query_def.paused IS 'paused by pause_query()';
+COMMENT ON COLUMN streamwm.query_def.result_stream IS 'whether result_table is a stream (a chain)';
+COMMENT ON COLUMN streamwm.query_def.origin IS 'windows start at origin + n * hop';
+COMMENT ON COLUMN streamwm.query_def.time_domain IS 'event or processing';
+COMMENT ON COLUMN streamwm.query_def.result_retention IS 'result rows ending before W - this are deleted by each step; NULL: kept';
+COMMENT ON COLUMN streamwm.query_def.gap IS 'a session query''s gap; NULL for other queries';
+COMMENT ON COLUMN streamwm.query_def.session_from IS 'session query: first event time of the earliest session still open, or W; older rows are done with';
+COMMENT ON COLUMN streamwm.query_def.session_floor IS 'session query from ''earliest'': sessions starting before this may have lost rows to retention and are not emitted';
+COMMENT ON COLUMN streamwm.query_def.count_size IS 'count query: events per window; NULL for other queries';
+COMMENT ON COLUMN streamwm.query_def.count_slide IS 'count query: events from one window to the next; NULL for other queries';
+COMMENT ON COLUMN streamwm.query_def.count_needs IS 'count query: rows from this event time on are in windows not emitted yet';
+
+COMMENT ON TABLE streamwm.late_event_log IS
+    'streamwm catalog: the late events (written only by streamwm; read streamwm.late_events)';
+COMMENT ON COLUMN streamwm.late_event_log.stream IS 'the stream table';
+COMMENT ON COLUMN streamwm.late_event_log.partition IS 'the row''s sw_partition';
+COMMENT ON COLUMN streamwm.late_event_log.sw_offset IS 'the row''s sw_offset';
+COMMENT ON COLUMN streamwm.late_event_log.sw_event_time IS 'the row''s event time';
+COMMENT ON COLUMN streamwm.late_event_log.watermark IS 'W when the row was processed';
+COMMENT ON COLUMN streamwm.late_event_log.arrival IS 'when the row arrived; the row and this entry are kept for retention after it';
+
+COMMENT ON TABLE streamwm.retention_mark IS
+    'streamwm catalog: retention''s map of a stream by offset, one row per step (or run of steps) that read accepted rows';
+COMMENT ON COLUMN streamwm.retention_mark.stream IS 'the stream table';
+COMMENT ON COLUMN streamwm.retention_mark.watermark IS 'W after the step(s); orders the marks';
+COMMENT ON COLUMN streamwm.retention_mark.offsets IS 'processed offset of each partition, in partition order';
+COMMENT ON COLUMN streamwm.retention_mark.min_event_time IS 'no accepted row retained after the previous mark, up to offsets, has an earlier event time';
+
+COMMENT ON TABLE streamwm.commit_log IS
+    'streamwm catalog: one row per committed transaction and partition it wrote into: the order and time rows arrived';
+COMMENT ON COLUMN streamwm.commit_log.stream IS 'the stream table';
+COMMENT ON COLUMN streamwm.commit_log.partition IS 'the partition';
+COMMENT ON COLUMN streamwm.commit_log.lo IS 'the transaction''s rows in the partition have lo < sw_offset <= hi';
+COMMENT ON COLUMN streamwm.commit_log.hi IS 'the transaction''s rows in the partition have lo < sw_offset <= hi';
+COMMENT ON COLUMN streamwm.commit_log.arrival IS 'when the transaction committed: its rows'' arrival';
+COMMENT ON COLUMN streamwm.commit_log.held_from IS 'when the transaction began: the partition was not idle from then until arrival';

@@ -45,9 +45,11 @@ _PG_init(void)
 							NULL, NULL, NULL);
 	DefineCustomBoolVariable("streamwm.pane_engine",
 							 "Aggregate each row once into its pane when a query allows it.",
-							 "Queries whose outputs are GROUP BY columns and count, sum, min "
-							 "or max calls combine panes instead of aggregating each row once "
-							 "per window.",
+							 "Read by create_query only: a query that reads its stream once and "
+							 "calls only aggregates with a combine function (count, sum, avg, "
+							 "min, max, ...) over plain GROUP BY columns gets the pane plan, "
+							 "aggregating each row once into its pane instead of once per "
+							 "window. The plan is shown in streamwm.queries.plan.",
 							 &sw_pane_engine,
 							 true,
 							 PGC_USERSET, 0,
@@ -78,14 +80,18 @@ _PG_init(void)
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("streamwm.launcher_naptime",
 							"How often the launcher looks for new databases.",
-							NULL,
+							"Every this many seconds the launcher probes the databases it has "
+							"not probed yet and starts a worker where streamwm is installed; "
+							"CREATE EXTENSION starts its database's worker at once.",
 							&sw_launcher_naptime,
 							10, 1, 3600,
 							PGC_SIGHUP, GUC_UNIT_S,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("streamwm.worker_restart_seconds",
 							"How long the launcher waits before restarting a database worker that failed.",
-							NULL,
+							"A database worker that exits with an error is started again by the "
+							"launcher after this many seconds, if its database is still there; "
+							"its streams go on from their last committed step.",
 							&sw_worker_restart_seconds,
 							5, 1, 3600,
 							PGC_SIGHUP, GUC_UNIT_S,
