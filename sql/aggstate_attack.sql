@@ -1,5 +1,5 @@
 -- Attacks by ordinary roles on running aggregates in pieces (src/aggstate.c:
--- streamwm.partial, merge and combine, callable by anyone) and on the pane
+-- streamwm_internal.partial, merge and combine, callable by anyone) and on the pane
 -- plan's state (src/pane.c: the pane table its query's owner owns).  Each
 -- ends in a clear error or the aggregate's own result: never a crash, a
 -- state read as another's, or an effect on another role's query.
@@ -7,7 +7,7 @@ SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 SET extra_float_digits = 0;
 -- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
-SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
+DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()); END$$;
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 CREATE ROLE regress_swx_alice;
@@ -17,47 +17,47 @@ GRANT CREATE ON SCHEMA public TO regress_swx_alice, regress_swx_bob;
 SET ROLE regress_swx_alice;
 
 -- 1. aggregates that cannot run in pieces, and what is no aggregate
-SELECT streamwm.partial('int4pl(int4,int4)'::regprocedure, 1, 2);
-SELECT streamwm.partial('percentile_disc(float8,anyelement)'::regprocedure, 0.5::float8, 1);
-SELECT streamwm.partial('max(anyarray)'::regprocedure, ARRAY[1]);
-SELECT streamwm.partial('array_agg(anyelement)'::regprocedure, 1);
-SELECT streamwm.partial('string_agg(text,text)'::regprocedure, 'a'::text, ','::text);
-SELECT streamwm.merge('\x00'::bytea, 'int4pl(int4,int4)'::regprocedure);
-SELECT streamwm.combine('\x00'::bytea, 0::oid, NULL::int);
-SELECT streamwm.partial(NULL::oid, 1);
-SELECT streamwm.combine('\x00'::bytea, NULL::oid, NULL::int);
+SELECT streamwm_internal.partial('int4pl(int4,int4)'::regprocedure, 1, 2);
+SELECT streamwm_internal.partial('percentile_disc(float8,anyelement)'::regprocedure, 0.5::float8, 1);
+SELECT streamwm_internal.partial('max(anyarray)'::regprocedure, ARRAY[1]);
+SELECT streamwm_internal.partial('array_agg(anyelement)'::regprocedure, 1);
+SELECT streamwm_internal.partial('string_agg(text,text)'::regprocedure, 'a'::text, ','::text);
+SELECT streamwm_internal.merge('\x00'::bytea, 'int4pl(int4,int4)'::regprocedure);
+SELECT streamwm_internal.combine('\x00'::bytea, 0::oid, NULL::int);
+SELECT streamwm_internal.partial(NULL::oid, 1);
+SELECT streamwm_internal.combine('\x00'::bytea, NULL::oid, NULL::int);
 
 -- 2. arguments other than the aggregate's
-SELECT streamwm.partial('sum(int4)'::regprocedure, 1::int8);
-SELECT streamwm.partial('sum(int4)'::regprocedure, 'text');
-SELECT streamwm.partial('sum(int4)'::regprocedure, NULL);
-SELECT streamwm.partial('sum(int4)'::regprocedure, 1, 2);
-SELECT streamwm.partial('sum(int4)'::regprocedure);
-SELECT streamwm.partial('count()'::regprocedure, 1);
-SELECT streamwm.partial('sum(int4)'::regprocedure, VARIADIC ARRAY[1]);
-SELECT streamwm.partial('sum(int4)'::regprocedure, NULL::int4) IS NOT NULL AS null_state_has_header;
+SELECT streamwm_internal.partial('sum(int4)'::regprocedure, 1::int8);
+SELECT streamwm_internal.partial('sum(int4)'::regprocedure, 'text');
+SELECT streamwm_internal.partial('sum(int4)'::regprocedure, NULL);
+SELECT streamwm_internal.partial('sum(int4)'::regprocedure, 1, 2);
+SELECT streamwm_internal.partial('sum(int4)'::regprocedure);
+SELECT streamwm_internal.partial('count()'::regprocedure, 1);
+SELECT streamwm_internal.partial('sum(int4)'::regprocedure, VARIADIC ARRAY[1]);
+SELECT streamwm_internal.partial('sum(int4)'::regprocedure, NULL::int4) IS NOT NULL AS null_state_has_header;
 
 -- 3. a result type other than the aggregate's
-SELECT streamwm.combine(s, 'count()'::regprocedure, NULL::text)
-  FROM (SELECT streamwm.partial('count()'::regprocedure) AS s) x;
-SELECT streamwm.combine(s, 'sum(int4)'::regprocedure, NULL::int4)
-  FROM (SELECT streamwm.partial('sum(int4)'::regprocedure, 1) AS s) x;
-SELECT streamwm.combine(s, 'avg(int8)'::regprocedure, NULL::float8)
-  FROM (SELECT streamwm.partial('avg(int8)'::regprocedure, 1::int8) AS s) x;
+SELECT streamwm_internal.combine(s, 'count()'::regprocedure, NULL::text)
+  FROM (SELECT streamwm_internal.partial('count()'::regprocedure) AS s) x;
+SELECT streamwm_internal.combine(s, 'sum(int4)'::regprocedure, NULL::int4)
+  FROM (SELECT streamwm_internal.partial('sum(int4)'::regprocedure, 1) AS s) x;
+SELECT streamwm_internal.combine(s, 'avg(int8)'::regprocedure, NULL::float8)
+  FROM (SELECT streamwm_internal.partial('avg(int8)'::regprocedure, 1::int8) AS s) x;
 
 -- 4. forged, truncated and patched states.  The one of old format is
 -- numeric avg state with one digit at weight INT_MIN: read by
 -- numeric_avg_deserialize it wrote 8 GB before its buffer and crashed the
 -- server; no state is read now that this server did not write.
 CREATE TABLE alice_states AS
-SELECT streamwm.partial('avg(numeric)'::regprocedure, n) AS avg_n,
-       streamwm.partial('sum(numeric)'::regprocedure, n) AS sum_n,
-       streamwm.partial('avg(int8)'::regprocedure, i) AS avg_i,
-       streamwm.partial('sum(int8)'::regprocedure, i) AS sum_i,
-       streamwm.partial('count()'::regprocedure) AS cnt
+SELECT streamwm_internal.partial('avg(numeric)'::regprocedure, n) AS avg_n,
+       streamwm_internal.partial('sum(numeric)'::regprocedure, n) AS sum_n,
+       streamwm_internal.partial('avg(int8)'::regprocedure, i) AS avg_i,
+       streamwm_internal.partial('sum(int8)'::regprocedure, i) AS sum_i,
+       streamwm_internal.partial('count()'::regprocedure) AS cnt
   FROM (VALUES (1.5, 1::int8), (2.5, 2)) t(n, i);
 CREATE FUNCTION alice_avg(s bytea) RETURNS numeric LANGUAGE sql AS
-  $$SELECT streamwm.combine(x, 'avg(numeric)'::regprocedure, NULL::numeric) FROM (VALUES (s)) v(x)$$;
+  $$SELECT streamwm_internal.combine(x, 'avg(numeric)'::regprocedure, NULL::numeric) FROM (VALUES (s)) v(x)$$;
 SELECT alice_avg(avg_n) AS honest FROM alice_states;
 SELECT alice_avg('\x'::bytea);
 SELECT alice_avg('\x00'::bytea);
@@ -71,14 +71,14 @@ SELECT alice_avg(overlay(avg_n PLACING '\x01000000' FROM 13)) FROM alice_states;
 -- another aggregate's state, as is and with the header naming ours
 SELECT alice_avg(sum_n) FROM alice_states;
 SELECT alice_avg(overlay(sum_n PLACING substr(avg_n, 5, 4) FROM 5)) FROM alice_states;
-SELECT streamwm.combine(avg_i, 'sum(int8)'::regprocedure, NULL::numeric) FROM alice_states;
-SELECT streamwm.combine(overlay(avg_i PLACING substr(sum_i, 5, 4) FROM 5), 'sum(int8)'::regprocedure, NULL::numeric)
+SELECT streamwm_internal.combine(avg_i, 'sum(int8)'::regprocedure, NULL::numeric) FROM alice_states;
+SELECT streamwm_internal.combine(overlay(avg_i PLACING substr(sum_i, 5, 4) FROM 5), 'sum(int8)'::regprocedure, NULL::numeric)
   FROM alice_states;
 -- a by-value state whose header claims transtype internal
-SELECT streamwm.combine(overlay(cnt PLACING substr(avg_i, 9, 4) FROM 9), 'count()'::regprocedure, NULL::int8)
+SELECT streamwm_internal.combine(overlay(cnt PLACING substr(avg_i, 9, 4) FROM 9), 'count()'::regprocedure, NULL::int8)
   FROM alice_states;
 -- a patched by-value state is just another value (no MAC: nothing deserializes it)
-SELECT streamwm.merge(overlay(cnt PLACING '\x07' FROM 29), 'count()'::regprocedure) FROM alice_states;
+SELECT streamwm_internal.merge(overlay(cnt PLACING '\x07' FROM 29), 'count()'::regprocedure) FROM alice_states;
 
 -- 5. states combined equal the aggregate over all rows: groups stand for
 -- panes, merge for a pane filled in two steps
@@ -89,9 +89,9 @@ SELECT i % 5 AS g, i AS v, i::int8 * 1000000007 AS i8, (i / 7.0)::numeric AS n, 
 CREATE FUNCTION alice_same(agg regprocedure, direct anyelement, args text) RETURNS bool LANGUAGE plpgsql AS $$
 DECLARE r bool;
 BEGIN
-  EXECUTE format('SELECT streamwm.combine(s, %L::pg_catalog.regprocedure, NULL::%s) IS NOT DISTINCT FROM $1'
-                 ' FROM (SELECT streamwm.merge(s, %L::pg_catalog.regprocedure) AS s FROM ('
-                 '   SELECT g, g2, streamwm.partial(%L::pg_catalog.regprocedure%s) AS s'
+  EXECUTE format('SELECT streamwm_internal.combine(s, %L::pg_catalog.regprocedure, NULL::%s) IS NOT DISTINCT FROM $1'
+                 ' FROM (SELECT streamwm_internal.merge(s, %L::pg_catalog.regprocedure) AS s FROM ('
+                 '   SELECT g, g2, streamwm_internal.partial(%L::pg_catalog.regprocedure%s) AS s'
                  '     FROM (SELECT *, v %% 2 AS g2 FROM alice_rows) r GROUP BY g, g2) p GROUP BY g) m',
                  agg, pg_typeof(direct), agg, agg, args) INTO r USING direct;
   RETURN r;
@@ -108,20 +108,20 @@ SELECT alice_same('count()', (SELECT count(*) FROM alice_rows), '') AS count_sta
        alice_same('min(int4)', (SELECT min(v) FROM alice_rows), ', v') AS min_int4,
        alice_same('bool_and(bool)', (SELECT bool_and(b) FROM alice_rows), ', b') AS bool_and;
 -- merge has no collatable argument: it combines under the states' collation
-SELECT streamwm.combine(s, 'max(text)'::regprocedure, NULL::text COLLATE "en-x-icu") AS icu_max,
+SELECT streamwm_internal.combine(s, 'max(text)'::regprocedure, NULL::text COLLATE "en-x-icu") AS icu_max,
        (SELECT max(t COLLATE "en-x-icu") FROM (VALUES ('a'), ('B'), ('b')) t(t)) AS direct
-  FROM (SELECT streamwm.merge(s, 'max(text)'::regprocedure) AS s FROM (
-          SELECT p, streamwm.partial('max(text)'::regprocedure, t COLLATE "en-x-icu") AS s
+  FROM (SELECT streamwm_internal.merge(s, 'max(text)'::regprocedure) AS s FROM (
+          SELECT p, streamwm_internal.partial('max(text)'::regprocedure, t COLLATE "en-x-icu") AS s
             FROM (VALUES (1, 'a'), (2, 'B'), (3, 'b')) t(p, t) GROUP BY p) x) y;
-SELECT round(streamwm.combine(s, 'stddev(float8)'::regprocedure, NULL::float8)::numeric, 9) =
+SELECT round(streamwm_internal.combine(s, 'stddev(float8)'::regprocedure, NULL::float8)::numeric, 9) =
        round((SELECT stddev(f) FROM alice_rows)::numeric, 9) AS stddev_float8
-  FROM (SELECT streamwm.partial('stddev(float8)'::regprocedure, f) AS s FROM alice_rows GROUP BY g) p;
+  FROM (SELECT streamwm_internal.partial('stddev(float8)'::regprocedure, f) AS s FROM alice_rows GROUP BY g) p;
 -- FILTER, and groups whose every row it drops (no state) or whose state is NULL
-SELECT streamwm.combine(s, 'count("any")'::regprocedure, NULL::int8) AS count_filtered,
+SELECT streamwm_internal.combine(s, 'count("any")'::regprocedure, NULL::int8) AS count_filtered,
        (SELECT count(v) FILTER (WHERE g = 1) FROM alice_rows) AS direct
-  FROM (SELECT streamwm.partial('count("any")'::regprocedure, v) FILTER (WHERE g = 1) AS s FROM alice_rows GROUP BY g) p;
-SELECT streamwm.combine(s, 'max(int4)'::regprocedure, NULL::int4) AS max_of_nulls
-  FROM (SELECT streamwm.partial('max(int4)'::regprocedure, NULL::int4) AS s FROM alice_rows GROUP BY g) p;
+  FROM (SELECT streamwm_internal.partial('count("any")'::regprocedure, v) FILTER (WHERE g = 1) AS s FROM alice_rows GROUP BY g) p;
+SELECT streamwm_internal.combine(s, 'max(int4)'::regprocedure, NULL::int4) AS max_of_nulls
+  FROM (SELECT streamwm_internal.partial('max(int4)'::regprocedure, NULL::int4) AS s FROM alice_rows GROUP BY g) p;
 
 -- 6. aggregates in SQL and PL/pgSQL: a non-strict combine function that
 -- propagates NULL must not see a group without rows as a NULL state (it
@@ -132,23 +132,23 @@ CREATE FUNCTION cnt_sf(int8, int) RETURNS int8 LANGUAGE sql AS 'SELECT $1 + 1';
 CREATE FUNCTION cnt_cf(int8, int8) RETURNS int8 LANGUAGE sql AS 'SELECT $1 + $2';
 CREATE AGGREGATE cnt(int) (SFUNC = cnt_sf, STYPE = int8, INITCOND = '0', COMBINEFUNC = cnt_cf);
 SELECT (SELECT cnt(v) FILTER (WHERE v > 1) FROM (VALUES (1), (2), (2)) t(v)) AS direct,
-       streamwm.combine(s, 'cnt(int)'::regprocedure, NULL::int8) AS panes
-  FROM (SELECT streamwm.partial('cnt(int)'::regprocedure, v) FILTER (WHERE v > 1) AS s
+       streamwm_internal.combine(s, 'cnt(int)'::regprocedure, NULL::int8) AS panes
+  FROM (SELECT streamwm_internal.partial('cnt(int)'::regprocedure, v) FILTER (WHERE v > 1) AS s
           FROM (VALUES (1, 1), (2, 2), (3, 2)) t(p, v) GROUP BY p) x;
 CREATE FUNCTION fx_final(int8, int) RETURNS int8 LANGUAGE sql AS 'SELECT coalesce($1, -1)';
 CREATE AGGREGATE fx(int) (SFUNC = cnt_sf, STYPE = int8, INITCOND = '0', COMBINEFUNC = cnt_cf,
                           FINALFUNC = fx_final, FINALFUNC_EXTRA);
 ALTER FUNCTION fx_final(int8, int) STRICT;
 SELECT (SELECT fx(v) FROM (VALUES (1), (2)) t(v)) AS direct,
-       streamwm.combine(s, 'fx(int)'::regprocedure, NULL::int8) AS panes
-  FROM (SELECT streamwm.partial('fx(int)'::regprocedure, v) AS s FROM (VALUES (1), (2)) t(v)) x;
+       streamwm_internal.combine(s, 'fx(int)'::regprocedure, NULL::int8) AS panes
+  FROM (SELECT streamwm_internal.partial('fx(int)'::regprocedure, v) AS s FROM (VALUES (1), (2)) t(v)) x;
 CREATE FUNCTION bad_cf(int8, int8) RETURNS int8 LANGUAGE plpgsql AS
   $$BEGIN IF $1 > 1 THEN RAISE EXCEPTION 'bad_cf refuses %', $1; END IF; RETURN NULL; END$$;
 CREATE AGGREGATE bad(int) (SFUNC = cnt_sf, STYPE = int8, INITCOND = '0', COMBINEFUNC = bad_cf);
-SELECT streamwm.combine(s, 'bad(int)'::regprocedure, NULL::int8) AS null_combine
-  FROM (SELECT streamwm.partial('bad(int)'::regprocedure, v) AS s FROM (VALUES (1)) t(v)) x;
-SELECT streamwm.combine(s, 'bad(int)'::regprocedure, NULL::int8)
-  FROM (SELECT streamwm.partial('bad(int)'::regprocedure, v) AS s FROM (VALUES (1), (2)) t(v) GROUP BY v) x;
+SELECT streamwm_internal.combine(s, 'bad(int)'::regprocedure, NULL::int8) AS null_combine
+  FROM (SELECT streamwm_internal.partial('bad(int)'::regprocedure, v) AS s FROM (VALUES (1)) t(v)) x;
+SELECT streamwm_internal.combine(s, 'bad(int)'::regprocedure, NULL::int8)
+  FROM (SELECT streamwm_internal.partial('bad(int)'::regprocedure, v) AS s FROM (VALUES (1), (2)) t(v) GROUP BY v) x;
 RESET ROLE;
 
 -- 7. privileges, as nodeAgg.c checks them: the caller EXECUTE on the
@@ -157,22 +157,22 @@ SET ROLE regress_swx_bob;
 CREATE FUNCTION bob_sf(int8, int) RETURNS int8 LANGUAGE sql AS 'SELECT $1 + $2';
 CREATE FUNCTION bob_cf(int8, int8) RETURNS int8 LANGUAGE sql AS 'SELECT $1 + $2';
 CREATE AGGREGATE bob_sum(int) (SFUNC = bob_sf, STYPE = int8, INITCOND = '0', COMBINEFUNC = bob_cf);
-CREATE TABLE bob_states AS SELECT streamwm.partial('bob_sum(int)'::regprocedure, 5) AS s;
+CREATE TABLE bob_states AS SELECT streamwm_internal.partial('bob_sum(int)'::regprocedure, 5) AS s;
 GRANT SELECT ON bob_states TO regress_swx_alice;
 REVOKE EXECUTE ON FUNCTION bob_sum(int) FROM PUBLIC;
 SET ROLE regress_swx_alice;
-SELECT streamwm.partial('bob_sum(int)'::regprocedure, 1);
-SELECT streamwm.combine(s, 'bob_sum(int)'::regprocedure, NULL::int8) FROM bob_states;
-SELECT streamwm.merge(s, 'bob_sum(int)'::regprocedure) FROM bob_states;
+SELECT streamwm_internal.partial('bob_sum(int)'::regprocedure, 1);
+SELECT streamwm_internal.combine(s, 'bob_sum(int)'::regprocedure, NULL::int8) FROM bob_states;
+SELECT streamwm_internal.merge(s, 'bob_sum(int)'::regprocedure) FROM bob_states;
 SET ROLE regress_swx_bob;
 GRANT EXECUTE ON FUNCTION bob_sum(int) TO PUBLIC;
 REVOKE EXECUTE ON FUNCTION bob_cf(int8, int8) FROM PUBLIC, regress_swx_bob;
 SET ROLE regress_swx_alice;
-SELECT streamwm.combine(s, 'bob_sum(int)'::regprocedure, NULL::int8) FROM bob_states;
+SELECT streamwm_internal.combine(s, 'bob_sum(int)'::regprocedure, NULL::int8) FROM bob_states;
 SET ROLE regress_swx_bob;
 GRANT EXECUTE ON FUNCTION bob_cf(int8, int8) TO PUBLIC;
 SET ROLE regress_swx_alice;
-SELECT streamwm.combine(s, 'bob_sum(int)'::regprocedure, NULL::int8) AS bobs_state FROM bob_states;
+SELECT streamwm_internal.combine(s, 'bob_sum(int)'::regprocedure, NULL::int8) AS bobs_state FROM bob_states;
 RESET ROLE;
 
 -- 8. through the engine: alice and bob run the same query over the same

@@ -5,7 +5,7 @@
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 -- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
-SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
+DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()); END$$;
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 -- 1. A change in the middle of a stream, for both plans and across them.
@@ -244,7 +244,7 @@ RESET ROLE;
 SET ROLE regress_aq_bob;
 SELECT streamwm.alter_query('aq_aq', 'SELECT k, count(*) AS n FROM aq_a WHERE k > public.aq_trap_imm(0) GROUP BY k');
 \echo :LAST_ERROR_SQLSTATE
-SELECT streamwm._alter_query('aq_aq', 'SELECT k, count(*) AS n FROM aq_a WHERE k > public.aq_trap_imm(0) GROUP BY k', 'public');
+SELECT streamwm_internal._alter_query('aq_aq', 'SELECT k, count(*) AS n FROM aq_a WHERE k > public.aq_trap_imm(0) GROUP BY k', 'public');
 \echo :LAST_ERROR_SQLSTATE
 SELECT streamwm.recompute('aq_aq', '-infinity', 'infinity');
 \echo :LAST_ERROR_SQLSTATE

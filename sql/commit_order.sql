@@ -4,7 +4,7 @@
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 -- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
-SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
+DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()); END$$;
 CREATE EXTENSION IF NOT EXISTS streamwm;
 SELECT streamwm.create_stream('co', 'v int', partitions => 2) IS NOT NULL AS created;
 
@@ -51,7 +51,7 @@ SELECT events, late_events FROM streamwm.streams WHERE stream = 'co'::regclass;
 CREATE TABLE co_fake (v int, sw_partition int, sw_offset bigint,
                       sw_write_time timestamptz, sw_event_time timestamptz);
 CREATE SEQUENCE co_fake_seq OWNED BY co_fake.sw_offset;
-CREATE TRIGGER evil BEFORE INSERT ON co_fake FOR EACH ROW EXECUTE FUNCTION streamwm._stream_insert('1');
+CREATE TRIGGER evil BEFORE INSERT ON co_fake FOR EACH ROW EXECUTE FUNCTION streamwm_internal._stream_insert('1');
 INSERT INTO co_fake (v) VALUES (1);
 SELECT count(*) AS foreign_entries FROM streamwm.commit_log WHERE stream = 'co_fake'::regclass;
 DROP TABLE co_fake;

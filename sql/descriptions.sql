@@ -28,7 +28,7 @@ SELECT c.oid::regclass AS relation, a.attname AS undescribed_column
 -- the schema, triggers and row-level security policies on the catalog
 SELECT x.what AS undescribed
   FROM (SELECT 'schema ' || n.nspname AS what, obj_description(n.oid, 'pg_namespace') AS descr
-          FROM pg_namespace n WHERE n.nspname = 'streamwm'
+          FROM pg_namespace n WHERE n.nspname IN ('streamwm', 'streamwm_internal')
         UNION ALL
         SELECT format('trigger %s on %s', t.tgname, t.tgrelid::regclass),
                obj_description(t.oid, 'pg_trigger')
@@ -42,11 +42,17 @@ SELECT x.what AS undescribed
  WHERE x.descr IS NULL
  ORDER BY 1;
 
--- internal functions say so, and public ones do not
+-- internal functions live in streamwm_internal and say so; public ones do neither
 SELECT p.oid::regprocedure AS misdescribed
   FROM pg_proc p
- WHERE p.pronamespace = 'streamwm'::regnamespace
-   AND (p.proname LIKE '\_%') <> (obj_description(p.oid, 'pg_proc') LIKE 'internal: %')
-   AND p.proname NOT IN ('partial', 'merge', 'combine')
+ WHERE p.pronamespace IN ('streamwm'::regnamespace, 'streamwm_internal'::regnamespace)
+   AND (p.pronamespace = 'streamwm_internal'::regnamespace) <> (obj_description(p.oid, 'pg_proc') LIKE 'internal: %')
+ ORDER BY 1;
+
+-- \dx+ streamwm: the schema streamwm holds only public objects
+SELECT pg_describe_object(d.classid, d.objid, d.objsubid) AS internal_in_public_schema
+  FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid AND d.refclassid = 'pg_extension'::regclass
+ WHERE e.extname = 'streamwm' AND d.deptype = 'e'
+   AND pg_describe_object(d.classid, d.objid, d.objsubid) ~ '^(function|aggregate) streamwm\._'
  ORDER BY 1;
 

@@ -14,7 +14,7 @@ SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 SET extra_float_digits = 0;
 -- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
-SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
+DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()); END$$;
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 -- tu sorts case-insensitively first ('a' < 'B'), t by code point ('B' < 'a')

@@ -12,7 +12,7 @@ SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 SET extra_float_digits = 0;
 -- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
-SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
+DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()); END$$;
 CREATE EXTENSION IF NOT EXISTS streamwm;
 SELECT count(*) = 2 AS have_sketches FROM pg_available_extensions WHERE name IN ('hll', 'tdigest') \gset
 \if :have_sketches

@@ -4,7 +4,7 @@
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 -- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
-SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
+DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()); END$$;
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 CREATE ROLE regress_hs_alice;
@@ -66,19 +66,19 @@ VALUES ('hs_a', 1, '0', '1 s', '5 s', '1 s');
 UPDATE streamwm.query_def SET result_table = 'pwned'::regclass;
 DELETE FROM streamwm.partition_state;
 CREATE TABLE bob_s (x int);
-SELECT streamwm._register_stream('hs_a', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);   -- not his table
-SELECT streamwm._register_stream('bob_s', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);  -- not a stream table
+SELECT streamwm_internal._register_stream('hs_a', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);   -- not his table
+SELECT streamwm_internal._register_stream('bob_s', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);  -- not a stream table
 CREATE TABLE bob_fake (x int, sw_partition int, sw_offset bigint, sw_write_time timestamptz,
                        sw_event_time timestamptz);
-SELECT streamwm._register_stream('bob_fake', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);  -- columns alone do not make a stream
+SELECT streamwm_internal._register_stream('bob_fake', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);  -- columns alone do not make a stream
 CREATE VIEW bob_v AS SELECT 1 AS x;
-SELECT streamwm._register_stream('bob_v', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);  -- a view is never a stream
+SELECT streamwm_internal._register_stream('bob_v', 1, '0', NULL, NULL, '1 s', '5 s', '1 s', NULL);  -- a view is never a stream
 SELECT streamwm.create_query('bob_q', 'SELECT count(*) AS n FROM hs_a', hop => '1 s', size => '1 s');
 SELECT streamwm.drop_query('hs_aq');
 SELECT streamwm.drop_stream('hs_a');
 SELECT streamwm.process('hs_a');
 SELECT streamwm.process();   -- bob's own streams only: none
-SELECT streamwm._check_query('hs_aq');
+SELECT streamwm_internal._check_query('hs_aq');
 SELECT streamwm.ingest('hs_a', '{"k": 9}');   -- no INSERT privilege
 -- 3. the views show bob nothing of alice's
 SELECT count(*) FROM streamwm.streams;
@@ -87,8 +87,8 @@ SELECT count(*) FROM streamwm.queries;
 SELECT count(*) FROM streamwm.late_events;
 SELECT count(*) FROM streamwm.stream_def;
 SELECT count(*) FROM streamwm.query_def;
-SELECT * FROM streamwm._partition_stats('hs_a');
-SELECT * FROM streamwm._query_pending('hs_a', '-infinity');
+SELECT * FROM streamwm_internal._partition_stats('hs_a');
+SELECT * FROM streamwm_internal._query_pending('hs_a', '-infinity');
 RESET ROLE;
 
 -- alice lets bob read and write her stream: he sees the stream and that a

@@ -6,7 +6,7 @@
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 -- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
-SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
+DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()); END$$;
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 SELECT streamwm.create_stream('pt_s', 'ts timestamptz, k int, v int', event_time => 'ts',

@@ -11,7 +11,7 @@
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 -- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
-SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
+DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()); END$$;
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 CREATE TEMP TABLE prop_results (seed float8, events int, partitions int, hop int, size int,

@@ -3,7 +3,7 @@
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 -- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
-SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
+DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()); END$$;
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 CREATE ROLE regress_sw_alice;

@@ -8,7 +8,7 @@
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 -- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
-SELECT format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()) \gexec
+DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()); END$$;
 CREATE EXTENSION IF NOT EXISTS streamwm;
 
 CREATE ROLE regress_ss_alice;
@@ -195,7 +195,7 @@ SELECT streamwm.create_session_query('ss_bad', 'SELECT count(*) AS n FROM ss_lat
 SELECT streamwm.create_session_query('ss_dimq',
   'SELECT bidder, count(*) AS n FROM ss_bids WHERE bidder NOT IN (SELECT d.bidder FROM ss_dim d) GROUP BY bidder',
   gap => '10 s');
-SELECT streamwm._register_session('ss_dimq', '10 s');   -- only create_session_query makes one
+SELECT streamwm_internal._register_session('ss_dimq', '10 s');   -- only create_session_query makes one
 SELECT count(*) AS bad_queries FROM streamwm.queries WHERE query = 'ss_bad';
 RESET ROLE;
 

@@ -3,6 +3,17 @@
 \echo Use "CREATE EXTENSION streamwm" to load this file. \quit
 
 /*
+ * Internal helpers (trigger and event trigger functions, the functions the
+ * C code and the API functions call, the pane plan's aggregates) live in a
+ * schema of their own, so that the streamwm schema holds only what users
+ * call and read.  Every role may use it: stream tables' triggers run its
+ * functions as the inserting role, window queries its aggregates as their
+ * owners; each function checks who may do what itself.
+ */
+CREATE SCHEMA streamwm_internal;
+GRANT USAGE ON SCHEMA streamwm_internal TO PUBLIC;
+
+/*
  * Catalog.  Everything the engine remembers between steps lives in these
  * tables and is changed only inside the transaction that also upserts the
  * results (see DESIGN.md).  They are dumped by pg_dump as configuration
@@ -200,11 +211,11 @@ SELECT pg_catalog.pg_extension_config_dump('streamwm.commit_log', '');
 -- The background worker caches its schedule (the streams and their
 -- granularity); a change of either invalidates stream_def's relcache entry
 -- at commit, which tells the worker to read it again (src/worker.c).
-CREATE FUNCTION streamwm._schedule_changed() RETURNS trigger
+CREATE FUNCTION streamwm_internal._schedule_changed() RETURNS trigger
     AS 'MODULE_PATHNAME', 'streamwm_schedule_changed' LANGUAGE C;
 CREATE TRIGGER schedule_changed
     AFTER INSERT OR UPDATE OF granularity OR DELETE OR TRUNCATE ON streamwm.stream_def
-    FOR EACH STATEMENT EXECUTE FUNCTION streamwm._schedule_changed();
+    FOR EACH STATEMENT EXECUTE FUNCTION streamwm_internal._schedule_changed();
 
 /* ---------------------------------------------------------------------
  * C entry points
@@ -214,38 +225,38 @@ CREATE TRIGGER schedule_changed
 -- write time and event time.  Argument: the number of partitions.
 -- The event_time and partition_key expressions are bound in the trigger's
 -- WHEN clause, built by _ingest_when() (see src/ingest.c).
-CREATE FUNCTION streamwm._stream_insert() RETURNS trigger
+CREATE FUNCTION streamwm_internal._stream_insert() RETURNS trigger
     AS 'MODULE_PATHNAME', 'streamwm_stream_insert' LANGUAGE C;
 
 -- Validates a stream's event_time and partition_key expressions and returns
 -- the WHEN condition of its sw_ingest trigger that binds them.
-CREATE FUNCTION streamwm._ingest_when(rel regclass, event_time text, partition_key text)
+CREATE FUNCTION streamwm_internal._ingest_when(rel regclass, event_time text, partition_key text)
     RETURNS text AS 'MODULE_PATHNAME', 'streamwm_ingest_when' LANGUAGE C;
 
 -- BEFORE UPDATE statement trigger of every stream table: a stream is append-only.
-CREATE FUNCTION streamwm._stream_no_update() RETURNS trigger
+CREATE FUNCTION streamwm_internal._stream_no_update() RETURNS trigger
     AS 'MODULE_PATHNAME', 'streamwm_stream_no_update' LANGUAGE C;
 
 -- BEFORE and AFTER TRUNCATE statement triggers of every stream table:
 -- TRUNCATE ... RESTART IDENTITY would reuse offsets (src/guard.c).
-CREATE FUNCTION streamwm._stream_truncate() RETURNS trigger
+CREATE FUNCTION streamwm_internal._stream_truncate() RETURNS trigger
     AS 'MODULE_PATHNAME', 'streamwm_stream_truncate' LANGUAGE C;
 
 -- BEFORE and AFTER DELETE statement triggers of every stream table: a
 -- purged row that processing had not read is counted (src/purge.c).
-CREATE FUNCTION streamwm._stream_purge() RETURNS trigger
+CREATE FUNCTION streamwm_internal._stream_purge() RETURNS trigger
     AS 'MODULE_PATHNAME', 'streamwm_stream_purge' LANGUAGE C;
 
-CREATE FUNCTION streamwm._query_columns(stream regclass, query text,
+CREATE FUNCTION streamwm_internal._query_columns(stream regclass, query text,
     OUT colname text, OUT coltype text, OUT is_key boolean, OUT nullable boolean)
     RETURNS SETOF record AS 'MODULE_PATHNAME', 'streamwm_query_columns' LANGUAGE C STRICT;
 -- the output columns of an ordered query (hop and size NULL)
-CREATE FUNCTION streamwm._query_columns(stream regclass, query text, ordered boolean,
+CREATE FUNCTION streamwm_internal._query_columns(stream regclass, query text, ordered boolean,
     OUT colname text, OUT coltype text, OUT is_key boolean, OUT nullable boolean)
     RETURNS SETOF record AS 'MODULE_PATHNAME', 'streamwm_query_columns' LANGUAGE C STRICT;
 
 -- The statement a step runs for a query, for inspection.
-CREATE FUNCTION streamwm._window_sql(query text)
+CREATE FUNCTION streamwm_internal._window_sql(query text)
     RETURNS text AS 'MODULE_PATHNAME', 'streamwm_window_sql' LANGUAGE C STRICT;
 
 CREATE FUNCTION streamwm.window_start(ts timestamptz, hop interval)
@@ -254,7 +265,7 @@ CREATE FUNCTION streamwm.window_start(ts timestamptz, hop interval)
 CREATE FUNCTION streamwm.window_start(ts timestamptz, hop interval, origin timestamptz)
     RETURNS timestamptz AS 'MODULE_PATHNAME', 'streamwm_window_start'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE FUNCTION streamwm.pane_windows(pane timestamptz, lo timestamptz, hi timestamptz,
+CREATE FUNCTION streamwm_internal.pane_windows(pane timestamptz, lo timestamptz, hi timestamptz,
     hop interval, size interval)
     RETURNS SETOF timestamptz AS 'MODULE_PATHNAME', 'streamwm_pane_windows'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 1;
@@ -263,27 +274,27 @@ CREATE FUNCTION streamwm.pane_windows(pane timestamptz, lo timestamptz, hi times
 -- state of an aggregate per pane and group, states merged, and states
 -- combined and finalized into the aggregate's result.  The first argument
 -- names the aggregate; combine's third is a typed NULL fixing the result type.
-CREATE FUNCTION streamwm._partial_sfunc(internal, oid)
+CREATE FUNCTION streamwm_internal._partial_sfunc(internal, oid)
     RETURNS internal AS 'MODULE_PATHNAME', 'streamwm_partial_sfunc' LANGUAGE C;
-CREATE FUNCTION streamwm._partial_sfunc(internal, oid, VARIADIC "any")
+CREATE FUNCTION streamwm_internal._partial_sfunc(internal, oid, VARIADIC "any")
     RETURNS internal AS 'MODULE_PATHNAME', 'streamwm_partial_sfunc' LANGUAGE C;
-CREATE FUNCTION streamwm._state_ffunc(internal)
+CREATE FUNCTION streamwm_internal._state_ffunc(internal)
     RETURNS bytea AS 'MODULE_PATHNAME', 'streamwm_state_ffunc' LANGUAGE C;
-CREATE FUNCTION streamwm._combine_sfunc(internal, bytea, oid)
+CREATE FUNCTION streamwm_internal._combine_sfunc(internal, bytea, oid)
     RETURNS internal AS 'MODULE_PATHNAME', 'streamwm_combine_sfunc' LANGUAGE C;
-CREATE FUNCTION streamwm._combine_sfunc(internal, bytea, oid, anyelement)
+CREATE FUNCTION streamwm_internal._combine_sfunc(internal, bytea, oid, anyelement)
     RETURNS internal AS 'MODULE_PATHNAME', 'streamwm_combine_sfunc' LANGUAGE C;
-CREATE FUNCTION streamwm._combine_ffunc(internal, bytea, oid, anyelement)
+CREATE FUNCTION streamwm_internal._combine_ffunc(internal, bytea, oid, anyelement)
     RETURNS anyelement AS 'MODULE_PATHNAME', 'streamwm_combine_ffunc' LANGUAGE C;
-CREATE AGGREGATE streamwm.partial(oid) (
-    SFUNC = streamwm._partial_sfunc, STYPE = internal, FINALFUNC = streamwm._state_ffunc);
-CREATE AGGREGATE streamwm.partial(oid, VARIADIC "any") (
-    SFUNC = streamwm._partial_sfunc, STYPE = internal, FINALFUNC = streamwm._state_ffunc);
-CREATE AGGREGATE streamwm.merge(bytea, oid) (
-    SFUNC = streamwm._combine_sfunc, STYPE = internal, FINALFUNC = streamwm._state_ffunc);
-CREATE AGGREGATE streamwm.combine(bytea, oid, anyelement) (
-    SFUNC = streamwm._combine_sfunc, STYPE = internal,
-    FINALFUNC = streamwm._combine_ffunc, FINALFUNC_EXTRA);
+CREATE AGGREGATE streamwm_internal.partial(oid) (
+    SFUNC = streamwm_internal._partial_sfunc, STYPE = internal, FINALFUNC = streamwm_internal._state_ffunc);
+CREATE AGGREGATE streamwm_internal.partial(oid, VARIADIC "any") (
+    SFUNC = streamwm_internal._partial_sfunc, STYPE = internal, FINALFUNC = streamwm_internal._state_ffunc);
+CREATE AGGREGATE streamwm_internal.merge(bytea, oid) (
+    SFUNC = streamwm_internal._combine_sfunc, STYPE = internal, FINALFUNC = streamwm_internal._state_ffunc);
+CREATE AGGREGATE streamwm_internal.combine(bytea, oid, anyelement) (
+    SFUNC = streamwm_internal._combine_sfunc, STYPE = internal,
+    FINALFUNC = streamwm_internal._combine_ffunc, FINALFUNC_EXTRA);
 
 CREATE FUNCTION streamwm.ingest(stream regclass, rows jsonb,
     partition int DEFAULT NULL, write_time timestamptz DEFAULT NULL)
@@ -299,35 +310,35 @@ CREATE FUNCTION streamwm.process(stream regclass DEFAULT NULL, now timestamptz D
 -- Statement-level helpers of the API, in C (catalog.c, query.c): each checks
 -- the caller's rights itself; those that write the catalog then act as the
 -- catalog's owner.
-CREATE FUNCTION streamwm._register_stream(stream regclass, partitions int,
+CREATE FUNCTION streamwm_internal._register_stream(stream regclass, partitions int,
     watermark_delay interval, event_time text, partition_key text,
     granularity interval, idle_timeout interval, retention interval,
     max_future_skew interval)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_register_stream' LANGUAGE C;
 
 -- create_stream's allowed_lateness, for a stream nothing has processed or queried yet
-CREATE FUNCTION streamwm._set_allowed_lateness(stream regclass, allowed_lateness interval)
+CREATE FUNCTION streamwm_internal._set_allowed_lateness(stream regclass, allowed_lateness interval)
     RETURNS regclass AS 'MODULE_PATHNAME', 'streamwm_set_allowed_lateness' LANGUAGE C;
 
-CREATE FUNCTION streamwm._unregister_stream(stream regclass, cascade boolean)
+CREATE FUNCTION streamwm_internal._unregister_stream(stream regclass, cascade boolean)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_unregister_stream' LANGUAGE C STRICT;
 
-CREATE FUNCTION streamwm._register_query(name text, stream regclass, query text,
+CREATE FUNCTION streamwm_internal._register_query(name text, stream regclass, query text,
     query_text text, hop interval, size interval, result_table regclass,
     start_from text, start_offset bigint, closed_until timestamptz, origin timestamptz,
     time_domain text)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_register_query' LANGUAGE C STRICT;
 
-CREATE FUNCTION streamwm._unregister_query(name text)
+CREATE FUNCTION streamwm_internal._unregister_query(name text)
     RETURNS regclass AS 'MODULE_PATHNAME', 'streamwm_unregister_query' LANGUAGE C STRICT;
 
 -- The one stream a query reads (however it is spelled), and the query's
 -- text bound: deparsed with every name schema-qualified, so that it means
 -- the same whoever's search_path it is later read under.
-CREATE FUNCTION streamwm._query_stream(query text)
+CREATE FUNCTION streamwm_internal._query_stream(query text)
     RETURNS regclass AS 'MODULE_PATHNAME', 'streamwm_query_stream' LANGUAGE C STRICT;
 
-CREATE FUNCTION streamwm._bind_query(query text)
+CREATE FUNCTION streamwm_internal._bind_query(query text)
     RETURNS text AS 'MODULE_PATHNAME', 'streamwm_bind_query' LANGUAGE C STRICT;
 
 /* ---------------------------------------------------------------------
@@ -344,7 +355,7 @@ CREATE FUNCTION streamwm._bind_query(query text)
 -- Parses a table name the way regclass input does ('a', 'public.a',
 -- '"My Stream"') and returns it quoted, schema-qualified, with unqualified
 -- names placed in the first schema of the caller's search_path.
-CREATE FUNCTION streamwm._qualified_name(name text, user_path text) RETURNS text
+CREATE FUNCTION streamwm_internal._qualified_name(name text, user_path text) RETURNS text
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     parts pg_catalog.text[];
@@ -374,7 +385,7 @@ END $$;
 
 -- An interval as a fixed number of microseconds: streamwm works on the
 -- Unix-epoch time line, where a day is 86400 s (months are refused).
-CREATE FUNCTION streamwm._check_interval(what text, i interval, allow_zero boolean)
+CREATE FUNCTION streamwm_internal._check_interval(what text, i interval, allow_zero boolean)
 RETURNS interval LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF i IS NULL THEN
@@ -393,7 +404,7 @@ BEGIN
     RETURN make_interval(secs => extract(epoch FROM i));
 END $$;
 
-CREATE FUNCTION streamwm._stream_of(stream regclass) RETURNS streamwm.stream_def
+CREATE FUNCTION streamwm_internal._stream_of(stream regclass) RETURNS streamwm.stream_def
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     s streamwm.stream_def;
@@ -425,13 +436,13 @@ CREATE FUNCTION streamwm.create_stream(
     allowed_lateness      interval DEFAULT '0')
 RETURNS regclass
 LANGUAGE sql AS $$
-SELECT streamwm._set_allowed_lateness(
-           streamwm._create_stream($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+SELECT streamwm_internal._set_allowed_lateness(
+           streamwm_internal._create_stream($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
                                    pg_catalog.current_setting('search_path')),
            $11)
 $$;
 
-CREATE FUNCTION streamwm._create_stream(
+CREATE FUNCTION streamwm_internal._create_stream(
     name                  text,
     columns               text,
     partitions            int,
@@ -462,15 +473,15 @@ BEGIN
         RAISE EXCEPTION 'partitions must be between 1 and 4096, not %', partitions
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    watermark_delay := streamwm._check_interval('watermark_delay', watermark_delay, true);
-    watermark_granularity := streamwm._check_interval('watermark_granularity', watermark_granularity, false);
-    idle_timeout := streamwm._check_interval('idle_timeout', idle_timeout, false);
-    retention := streamwm._check_interval('retention', retention, false);
+    watermark_delay := streamwm_internal._check_interval('watermark_delay', watermark_delay, true);
+    watermark_granularity := streamwm_internal._check_interval('watermark_granularity', watermark_granularity, false);
+    idle_timeout := streamwm_internal._check_interval('idle_timeout', idle_timeout, false);
+    retention := streamwm_internal._check_interval('retention', retention, false);
     IF max_future_skew IS NOT NULL THEN
-        max_future_skew := streamwm._check_interval('max_future_skew', max_future_skew, true);
+        max_future_skew := streamwm_internal._check_interval('max_future_skew', max_future_skew, true);
     END IF;
 
-    qname := streamwm._qualified_name(name, user_path);
+    qname := streamwm_internal._qualified_name(name, user_path);
     IF to_regclass(qname) IS NOT NULL THEN
         RAISE EXCEPTION 'relation % already exists', qname
             USING ERRCODE = 'duplicate_table';
@@ -484,7 +495,7 @@ BEGIN
                    'sw_write_time timestamptz NOT NULL, '
                    'sw_event_time timestamptz NOT NULL)',
                    qname, columns);
-    PERFORM streamwm._check_create_table(ddl);
+    PERFORM streamwm_internal._check_create_table(ddl);
     PERFORM pg_catalog.set_config('search_path', user_path, true);
     EXECUTE ddl;
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
@@ -504,10 +515,10 @@ BEGIN
     -- Validated here, bound in the sw_ingest trigger below (src/ingest.c),
     -- both under the caller's search_path.
     PERFORM pg_catalog.set_config('search_path', user_path, true);
-    when_clause := streamwm._ingest_when(rel, event_time, partition_key);
+    when_clause := streamwm_internal._ingest_when(rel, event_time, partition_key);
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 
-    seqname := streamwm._offset_sequence_name(rel);
+    seqname := streamwm_internal._offset_sequence_name(rel);
     EXECUTE format('CREATE SEQUENCE %s AS bigint OWNED BY %s.sw_offset', seqname, rel);
 
     EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (sw_partition, sw_offset)', rel);
@@ -517,23 +528,23 @@ BEGIN
     EXECUTE format('CREATE INDEX ON %s USING brin (sw_event_time) '
                    'WITH (pages_per_range = 32, autosummarize = on)', rel);
     ddl := format(E'CREATE TRIGGER sw_ingest BEFORE INSERT ON %s FOR EACH ROW\nWHEN (\n%s\n)\n'
-                  'EXECUTE FUNCTION streamwm._stream_insert(%L)',
+                  'EXECUTE FUNCTION streamwm_internal._stream_insert(%L)',
                   rel, when_clause, partitions);
     PERFORM pg_catalog.set_config('search_path', user_path, true);
     EXECUTE ddl;
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     EXECUTE format('CREATE TRIGGER sw_no_update BEFORE UPDATE ON %s FOR EACH STATEMENT '
-                   'EXECUTE FUNCTION streamwm._stream_no_update()', rel);
+                   'EXECUTE FUNCTION streamwm_internal._stream_no_update()', rel);
     EXECUTE format('CREATE TRIGGER sw_truncate_start BEFORE TRUNCATE ON %s FOR EACH STATEMENT '
-                   'EXECUTE FUNCTION streamwm._stream_truncate()', rel);
+                   'EXECUTE FUNCTION streamwm_internal._stream_truncate()', rel);
     EXECUTE format('CREATE TRIGGER sw_truncate_check AFTER TRUNCATE ON %s FOR EACH STATEMENT '
-                   'EXECUTE FUNCTION streamwm._stream_truncate()', rel);
+                   'EXECUTE FUNCTION streamwm_internal._stream_truncate()', rel);
     EXECUTE format('CREATE TRIGGER sw_purge_start BEFORE DELETE ON %s FOR EACH STATEMENT '
-                   'EXECUTE FUNCTION streamwm._stream_purge()', rel);
+                   'EXECUTE FUNCTION streamwm_internal._stream_purge()', rel);
     EXECUTE format('CREATE TRIGGER sw_purge AFTER DELETE ON %s REFERENCING OLD TABLE AS sw_purged '
-                   'FOR EACH STATEMENT EXECUTE FUNCTION streamwm._stream_purge()', rel);
+                   'FOR EACH STATEMENT EXECUTE FUNCTION streamwm_internal._stream_purge()', rel);
 
-    PERFORM streamwm._register_stream(rel, partitions, watermark_delay,
+    PERFORM streamwm_internal._register_stream(rel, partitions, watermark_delay,
                                       nullif(event_time, ''), nullif(partition_key, ''),
                                       watermark_granularity, idle_timeout, retention,
                                       max_future_skew);
@@ -542,13 +553,13 @@ END $$;
 
 -- Refuses anything but one CREATE TABLE statement (the column list of
 -- create_stream is the caller's text).
-CREATE FUNCTION streamwm._check_create_table(ddl text) RETURNS void
+CREATE FUNCTION streamwm_internal._check_create_table(ddl text) RETURNS void
     AS 'MODULE_PATHNAME', 'streamwm_check_create_table' LANGUAGE C STRICT;
 
 -- A free name for a stream's offset sequence in the stream's schema:
 -- <relname>_sw_offset_seq, the relation name shortened (by whole
 -- characters) to fit in 63 bytes, with a counter when that is taken.
-CREATE FUNCTION streamwm._offset_sequence_name(rel regclass) RETURNS text
+CREATE FUNCTION streamwm_internal._offset_sequence_name(rel regclass) RETURNS text
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     nsp    oid;
@@ -581,7 +592,7 @@ BEGIN
         RAISE EXCEPTION 'stream must not be NULL' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     -- Locks the stream's catalog row first, as process() does, then the table.
-    PERFORM streamwm._unregister_stream(stream, coalesce(cascade, false));
+    PERFORM streamwm_internal._unregister_stream(stream, coalesce(cascade, false));
     EXECUTE format('DROP TABLE %s', stream);
 END $$;
 
@@ -602,11 +613,11 @@ CREATE FUNCTION streamwm.create_query(
     result_retention interval DEFAULT NULL) -- delete result rows ending before W minus this
 RETURNS regclass
 LANGUAGE sql AS $$
-SELECT streamwm._set_result_retention($1,
+SELECT streamwm_internal._set_result_retention($1,
          CASE WHEN $3 IS NULL AND $4 IS NULL
-              THEN streamwm._create_ordered_query($1, $2, $5, $6,
+              THEN streamwm_internal._create_ordered_query($1, $2, $5, $6,
                                                  pg_catalog.current_setting('search_path'), $7)
-              ELSE streamwm._create_query($1, $2, $3, $4, $5, $6,
+              ELSE streamwm_internal._create_query($1, $2, $3, $4, $5, $6,
                                           pg_catalog.current_setting('search_path'), $7, $8, $9) END,
          $10)
 $$;
@@ -614,12 +625,12 @@ $$;
 -- create_query's result_retention (SPEC section 11): each step deletes the
 -- query's result rows whose window_end (an ordered query's event_time) is
 -- older than W - result_retention.  Returns result.
-CREATE FUNCTION streamwm._set_result_retention(name text, result regclass, result_retention interval)
+CREATE FUNCTION streamwm_internal._set_result_retention(name text, result regclass, result_retention interval)
     RETURNS regclass AS 'MODULE_PATHNAME', 'streamwm_set_result_retention' LANGUAGE C;
 
 -- A new query's start offset: 'latest', only rows that get their offset
 -- after this point; 'earliest', every retained row.
-CREATE FUNCTION streamwm._start_offset(stream regclass, start_from text)
+CREATE FUNCTION streamwm_internal._start_offset(stream regclass, start_from text)
 RETURNS bigint
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -642,7 +653,7 @@ END $$;
 -- no aggregate, no GROUP BY; each accepted row once, when W passes its
 -- event time, in (sw_event_time, sw_partition, sw_offset) order, into a
 -- result table (seq bigint PRIMARY KEY, event_time timestamptz, outputs).
-CREATE FUNCTION streamwm._create_ordered_query(
+CREATE FUNCTION streamwm_internal._create_ordered_query(
     name          text,
     query         text,
     result_table  text,
@@ -676,19 +687,19 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
     PERFORM pg_catalog.set_config('search_path', user_path, true);
-    sid := streamwm._query_stream(query);
-    bound := streamwm._bind_query(query);
+    sid := streamwm_internal._query_stream(query);
+    bound := streamwm_internal._bind_query(query);
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    s := streamwm._stream_of(sid);
+    s := streamwm_internal._stream_of(sid);
     IF s.allowed_lateness > interval '0' THEN
         RAISE EXCEPTION 'stream % has allowed_lateness: a query with hop and size NULL emits each row once, in order, and cannot take one back', s.stream
             USING ERRCODE = 'feature_not_supported';
     END IF;
-    FOR cols IN SELECT * FROM streamwm._query_columns(s.stream, bound, true) LOOP
+    FOR cols IN SELECT * FROM streamwm_internal._query_columns(s.stream, bound, true) LOOP
         coldefs := coldefs || format(', %I %s', cols.colname, cols.coltype);
     END LOOP;
 
-    tname := streamwm._qualified_name(coalesce(result_table,
+    tname := streamwm_internal._qualified_name(coalesce(result_table,
                  CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
                  user_path);
     relid := to_regclass(tname);
@@ -704,7 +715,7 @@ BEGIN
         rel := relid;
         SELECT string_agg(c, ', ') INTO missing
           FROM unnest(ARRAY['seq', 'event_time'] ||
-                      ARRAY(SELECT colname FROM streamwm._query_columns(s.stream, bound, true))) c
+                      ARRAY(SELECT colname FROM streamwm_internal._query_columns(s.stream, bound, true))) c
          WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
                             WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
                               AND NOT a.attisdropped);
@@ -725,17 +736,17 @@ BEGIN
 
     -- stored with hop and size 0; 'earliest' starts at the stream's
     -- retained_from (every row from there on is retained)
-    PERFORM streamwm._register_query(name, s.stream, bound, query, interval '0', interval '0', rel,
-        start_from, streamwm._start_offset(s.stream, start_from),
+    PERFORM streamwm_internal._register_query(name, s.stream, bound, query, interval '0', interval '0', rel,
+        start_from, streamwm_internal._start_offset(s.stream, start_from),
         CASE WHEN start_from = 'latest' THEN s.watermark
-             ELSE streamwm._earliest_closed_until(s.stream, interval '1 microsecond',
+             ELSE streamwm_internal._earliest_closed_until(s.stream, interval '1 microsecond',
                                                   interval '1 microsecond', 'epoch') END,
         '1970-01-01 00:00:00+00', 'event');
-    PERFORM streamwm._check_query(name);
+    PERFORM streamwm_internal._check_query(name);
     RETURN rel;
 END $$;
 
-CREATE FUNCTION streamwm._create_query(
+CREATE FUNCTION streamwm_internal._create_query(
     name         text,
     query        text,
     hop          interval,
@@ -767,8 +778,8 @@ BEGIN
         RAISE EXCEPTION 'query name and text must not be NULL or empty'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    hop := streamwm._check_interval('hop', hop, false);
-    size := streamwm._check_interval('size', size, false);
+    hop := streamwm_internal._check_interval('hop', hop, false);
+    size := streamwm_internal._check_interval('size', size, false);
     IF (extract(epoch FROM size) * 1000000)::numeric % (extract(epoch FROM hop) * 1000000)::numeric <> 0 THEN
         RAISE EXCEPTION 'size % is not a whole multiple of hop %', size, hop
             USING ERRCODE = 'invalid_parameter_value';
@@ -791,12 +802,12 @@ BEGIN
     -- The query is the caller's: understood under the caller's search_path
     -- once, here, and kept bound (every name qualified).
     PERFORM pg_catalog.set_config('search_path', user_path, true);
-    sid := streamwm._query_stream(query);
-    bound := streamwm._bind_query(query);
+    sid := streamwm_internal._query_stream(query);
+    bound := streamwm_internal._bind_query(query);
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    s := streamwm._stream_of(sid);
+    s := streamwm_internal._stream_of(sid);
 
-    FOR cols IN SELECT * FROM streamwm._query_columns(s.stream, bound) LOOP
+    FOR cols IN SELECT * FROM streamwm_internal._query_columns(s.stream, bound) LOOP
         coldefs := coldefs || format(', %I %s', cols.colname, cols.coltype);
         IF cols.is_key THEN
             keys := keys || cols.colname;
@@ -812,7 +823,7 @@ BEGIN
             RAISE EXCEPTION 'cannot give both result_table and result_stream'
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
-        rs := streamwm._stream_of(result_stream);
+        rs := streamwm_internal._stream_of(result_stream);
         IF s.allowed_lateness > interval '0' THEN
             RAISE EXCEPTION 'stream % has allowed_lateness: a query over it cannot write into a stream', s.stream
                 USING ERRCODE = 'feature_not_supported',
@@ -825,7 +836,7 @@ BEGIN
                       HINT = 'Create the result stream without event_time.';
         END IF;
         SELECT string_agg(quote_ident(c), ', ') INTO missing
-          FROM unnest(ARRAY(SELECT colname FROM streamwm._query_columns(s.stream, bound))) c
+          FROM unnest(ARRAY(SELECT colname FROM streamwm_internal._query_columns(s.stream, bound))) c
          WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
                             WHERE a.attrelid = rs.stream AND a.attname = c AND a.attnum > 0
                               AND NOT a.attisdropped);
@@ -836,7 +847,7 @@ BEGIN
         rel := rs.stream;
         relid := NULL;
     ELSE
-        tname := streamwm._qualified_name(coalesce(result_table,
+        tname := streamwm_internal._qualified_name(coalesce(result_table,
                      CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
                      user_path);
         relid := to_regclass(tname);
@@ -859,7 +870,7 @@ BEGIN
             rel := relid;
             SELECT string_agg(c, ', ') INTO missing
               FROM unnest(ARRAY['window_start', 'window_end'] ||
-                          ARRAY(SELECT colname FROM streamwm._query_columns(s.stream, bound))) c
+                          ARRAY(SELECT colname FROM streamwm_internal._query_columns(s.stream, bound))) c
              WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
                                 WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
                                   AND NOT a.attisdropped);
@@ -885,14 +896,14 @@ BEGIN
         END IF;
     END IF;
 
-    start_at := streamwm._start_offset(s.stream, start_from);
+    start_at := streamwm_internal._start_offset(s.stream, start_from);
 
     -- processing time: windows of the clock of the steps from now on
-    PERFORM streamwm._register_query(name, s.stream, bound, query, hop, size, rel,
+    PERFORM streamwm_internal._register_query(name, s.stream, bound, query, hop, size, rel,
         start_from, start_at,
         CASE WHEN time_domain = 'processing' THEN clock_timestamp()
              WHEN start_from = 'latest' THEN s.watermark
-             ELSE streamwm._earliest_closed_until(s.stream, hop, size, origin) END,
+             ELSE streamwm_internal._earliest_closed_until(s.stream, hop, size, origin) END,
         coalesce(origin, '1970-01-01 00:00:00+00'), time_domain);
     IF time_domain = 'processing' AND
        (SELECT q.plan FROM streamwm.query_def q WHERE q.name = _create_query.name) <> 'pane' THEN
@@ -903,11 +914,11 @@ BEGIN
     END IF;
 
     -- Plan the upsert once now, so that an error shows here and not in the worker.
-    PERFORM streamwm._check_query(name);
+    PERFORM streamwm_internal._check_query(name);
     RETURN rel;
 END $$;
 
-CREATE FUNCTION streamwm._check_query(name text) RETURNS void
+CREATE FUNCTION streamwm_internal._check_query(name text) RETURNS void
     AS 'MODULE_PATHNAME', 'streamwm_check_query' LANGUAGE C STRICT;
 
 -- Session windows (SPEC section 11, src/session.c): per group, a maximal
@@ -922,14 +933,14 @@ CREATE FUNCTION streamwm.create_session_query(
     start_from   text DEFAULT 'latest')
 RETURNS regclass
 LANGUAGE sql AS $$
-SELECT streamwm._create_session_query($1, $2, $3, $4, $5,
+SELECT streamwm_internal._create_session_query($1, $2, $3, $4, $5,
                                       pg_catalog.current_setting('search_path'))
 $$;
 
-CREATE FUNCTION streamwm._register_session(name text, gap interval)
+CREATE FUNCTION streamwm_internal._register_session(name text, gap interval)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_register_session' LANGUAGE C STRICT;
 
-CREATE FUNCTION streamwm._create_session_query(
+CREATE FUNCTION streamwm_internal._create_session_query(
     name         text,
     query        text,
     gap          interval,
@@ -956,7 +967,7 @@ BEGIN
         RAISE EXCEPTION 'query name and text must not be NULL or empty'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    gap := streamwm._check_interval('gap', gap, false);
+    gap := streamwm_internal._check_interval('gap', gap, false);
     start_from := lower(coalesce(start_from, 'latest'));
     IF start_from NOT IN ('latest', 'earliest') THEN
         RAISE EXCEPTION 'start_from must be ''latest'' or ''earliest'', not ''%''', start_from
@@ -965,10 +976,10 @@ BEGIN
 
     -- bound under the caller's search_path once, as create_query does
     PERFORM pg_catalog.set_config('search_path', user_path, true);
-    sid := streamwm._query_stream(query);
-    bound := streamwm._bind_query(query);
+    sid := streamwm_internal._query_stream(query);
+    bound := streamwm_internal._bind_query(query);
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    s := streamwm._stream_of(sid);
+    s := streamwm_internal._stream_of(sid);
     IF s.allowed_lateness > interval '0' THEN
         RAISE EXCEPTION 'stream % has allowed_lateness: session queries over it are not supported', s.stream
             USING ERRCODE = 'feature_not_supported',
@@ -976,7 +987,7 @@ BEGIN
                   HINT = 'Use a stream without allowed_lateness; only hopping queries re-fire windows.';
     END IF;
 
-    FOR cols IN SELECT * FROM streamwm._query_columns(s.stream, bound) LOOP
+    FOR cols IN SELECT * FROM streamwm_internal._query_columns(s.stream, bound) LOOP
         coldefs := coldefs || format(', %I %s', cols.colname, cols.coltype);
         IF cols.is_key THEN
             keys := keys || cols.colname;
@@ -984,7 +995,7 @@ BEGIN
         END IF;
     END LOOP;
 
-    tname := streamwm._qualified_name(coalesce(result_table,
+    tname := streamwm_internal._qualified_name(coalesce(result_table,
                  CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
                  user_path);
     relid := to_regclass(tname);
@@ -1005,7 +1016,7 @@ BEGIN
         rel := relid;
         SELECT string_agg(c, ', ') INTO missing
           FROM unnest(ARRAY['window_start', 'window_end'] ||
-                      ARRAY(SELECT colname FROM streamwm._query_columns(s.stream, bound))) c
+                      ARRAY(SELECT colname FROM streamwm_internal._query_columns(s.stream, bound))) c
          WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
                             WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
                               AND NOT a.attisdropped);
@@ -1030,21 +1041,21 @@ BEGIN
         END IF;
     END IF;
 
-    start_at := streamwm._start_offset(s.stream, start_from);
-    PERFORM streamwm._register_query(name, s.stream, bound, query, gap, gap, rel,
+    start_at := streamwm_internal._start_offset(s.stream, start_from);
+    PERFORM streamwm_internal._register_query(name, s.stream, bound, query, gap, gap, rel,
         start_from, start_at,
         CASE WHEN start_from = 'latest' THEN s.watermark ELSE '-infinity' END,
         '1970-01-01 00:00:00+00', 'event');
     -- make it a session query (plan, gap, where its rows start), then plan it
-    PERFORM streamwm._register_session(name, gap);
-    PERFORM streamwm._check_query(name);
+    PERFORM streamwm_internal._register_session(name, gap);
+    PERFORM streamwm_internal._check_query(name);
     RETURN rel;
 END $$;
 
 -- closed_until of a new 'earliest' query: its first window is the first one
 -- all of whose rows retention has kept (SPEC section 8).  Waits for a step
 -- that is moving retained_from to commit.
-CREATE FUNCTION streamwm._earliest_closed_until(stream regclass, hop interval, size interval,
+CREATE FUNCTION streamwm_internal._earliest_closed_until(stream regclass, hop interval, size interval,
     origin timestamptz)
     RETURNS timestamptz AS 'MODULE_PATHNAME', 'streamwm_earliest_closed_until' LANGUAGE C STRICT;
 
@@ -1061,17 +1072,17 @@ CREATE FUNCTION streamwm.create_count_query(
     start_from   text DEFAULT 'latest') -- 'latest' | 'earliest' (all retained rows)
 RETURNS regclass
 LANGUAGE sql AS $$
-SELECT streamwm._create_count_query($1, $2, $3, $4, $5, $6,
+SELECT streamwm_internal._create_count_query($1, $2, $3, $4, $5, $6,
                                     pg_catalog.current_setting('search_path'))
 $$;
 
-CREATE FUNCTION streamwm._set_count_windows(name text, size int, slide int)
+CREATE FUNCTION streamwm_internal._set_count_windows(name text, size int, slide int)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_set_count_windows' LANGUAGE C STRICT;
 
-CREATE FUNCTION streamwm._check_count_query(name text)
+CREATE FUNCTION streamwm_internal._check_count_query(name text)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_check_count_query' LANGUAGE C STRICT;
 
-CREATE FUNCTION streamwm._create_count_query(
+CREATE FUNCTION streamwm_internal._create_count_query(
     name         text,
     query        text,
     size         int,
@@ -1117,10 +1128,10 @@ BEGIN
     -- The query is the caller's: understood under the caller's search_path
     -- once, here, and kept bound (every name qualified).
     PERFORM pg_catalog.set_config('search_path', user_path, true);
-    sid := streamwm._query_stream(query);
-    bound := streamwm._bind_query(query);
+    sid := streamwm_internal._query_stream(query);
+    bound := streamwm_internal._bind_query(query);
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-    s := streamwm._stream_of(sid);
+    s := streamwm_internal._stream_of(sid);
     -- An accepted event below W would change the numbering of events that
     -- count windows already emitted.
     IF s.allowed_lateness > interval '0' THEN
@@ -1129,7 +1140,7 @@ BEGIN
                   DETAIL = 'An event accepted below the watermark would renumber the events of windows already emitted.';
     END IF;
 
-    FOR cols IN SELECT * FROM streamwm._query_columns(s.stream, bound) LOOP
+    FOR cols IN SELECT * FROM streamwm_internal._query_columns(s.stream, bound) LOOP
         IF cols.colname = 'window_seq' THEN
             RAISE EXCEPTION 'output column name "window_seq" is reserved for the window number'
                 USING ERRCODE = 'duplicate_column';
@@ -1141,7 +1152,7 @@ BEGIN
         END IF;
     END LOOP;
 
-    tname := streamwm._qualified_name(coalesce(result_table,
+    tname := streamwm_internal._qualified_name(coalesce(result_table,
                  CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
                  user_path);
     relid := to_regclass(tname);
@@ -1162,7 +1173,7 @@ BEGIN
         rel := relid;
         SELECT string_agg(c, ', ') INTO missing
           FROM unnest(ARRAY['window_seq', 'window_start', 'window_end'] ||
-                      ARRAY(SELECT colname FROM streamwm._query_columns(s.stream, bound))) c
+                      ARRAY(SELECT colname FROM streamwm_internal._query_columns(s.stream, bound))) c
          WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
                             WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
                               AND NOT a.attisdropped);
@@ -1187,20 +1198,20 @@ BEGIN
         END IF;
     END IF;
 
-    start_at := streamwm._start_offset(s.stream, start_from);
+    start_at := streamwm_internal._start_offset(s.stream, start_from);
 
     -- Recorded as a query is (ownership, name), then made a count query.
     -- 'earliest' numbers the events from retained_from on, all retained.
-    PERFORM streamwm._register_query(name, s.stream, bound, query,
+    PERFORM streamwm_internal._register_query(name, s.stream, bound, query,
         interval '1 microsecond', interval '1 microsecond', rel, start_from, start_at,
         CASE WHEN start_from = 'latest' THEN s.watermark
-             ELSE streamwm._earliest_closed_until(s.stream, interval '1 microsecond',
+             ELSE streamwm_internal._earliest_closed_until(s.stream, interval '1 microsecond',
                                                   interval '1 microsecond', 'epoch') END,
         '1970-01-01 00:00:00+00', 'event');
-    PERFORM streamwm._set_count_windows(name, size, slide);
+    PERFORM streamwm_internal._set_count_windows(name, size, slide);
 
     -- Its state table is made and its statement planned now, as its owner.
-    PERFORM streamwm._check_count_query(name);
+    PERFORM streamwm_internal._check_count_query(name);
     RETURN rel;
 END $$;
 
@@ -1222,7 +1233,7 @@ BEGIN
     END IF;
     -- Locks the stream's catalog row first, as process() does.  Returns the
     -- result table if it still exists and belongs to the query's owner.
-    rel := streamwm._unregister_query(name);
+    rel := streamwm_internal._unregister_query(name);
     IF coalesce(drop_result, false) AND rel IS NOT NULL THEN
         EXECUTE format('DROP TABLE %s', rel);
     END IF;
@@ -1235,11 +1246,11 @@ END $$;
 CREATE FUNCTION streamwm.alter_query(name text, query text)
 RETURNS void
 LANGUAGE sql AS $$
-SELECT streamwm._alter_query($1, $2, pg_catalog.current_setting('search_path'));
-SELECT streamwm._check_query($1);
+SELECT streamwm_internal._alter_query($1, $2, pg_catalog.current_setting('search_path'));
+SELECT streamwm_internal._check_query($1);
 $$;
 
-CREATE FUNCTION streamwm._alter_query(name text, query text, user_path text)
+CREATE FUNCTION streamwm_internal._alter_query(name text, query text, user_path text)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_alter_query' LANGUAGE C;
 
 -- The closed windows of a query with "from" <= window_start and window_end
@@ -1249,7 +1260,7 @@ CREATE FUNCTION streamwm.recompute(name text, "from" timestamptz, "to" timestamp
     RETURNS bigint AS 'MODULE_PATHNAME', 'streamwm_recompute' LANGUAGE C;
 
 /* A stream table dropped with plain DROP TABLE takes its catalog rows along. */
-CREATE FUNCTION streamwm._on_sql_drop() RETURNS event_trigger
+CREATE FUNCTION streamwm_internal._on_sql_drop() RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     gone oid[];
@@ -1289,7 +1300,7 @@ BEGIN
 END $$;
 
 CREATE EVENT TRIGGER streamwm_sql_drop ON sql_drop
-    EXECUTE FUNCTION streamwm._on_sql_drop();
+    EXECUTE FUNCTION streamwm_internal._on_sql_drop();
 
 /*
  * DDL that would break a stream is refused (src/guard.c): changes of its
@@ -1298,27 +1309,27 @@ CREATE EVENT TRIGGER streamwm_sql_drop ON sql_drop
  * search_path, because it must find the tables a command names as the
  * command will (its one SQL statement is schema-qualified throughout).
  */
-CREATE FUNCTION streamwm._guard_ddl() RETURNS event_trigger
+CREATE FUNCTION streamwm_internal._guard_ddl() RETURNS event_trigger
     AS 'MODULE_PATHNAME', 'streamwm_guard_ddl'
     LANGUAGE C SECURITY DEFINER;
 
 CREATE EVENT TRIGGER streamwm_guard_ddl ON ddl_command_start
-    EXECUTE FUNCTION streamwm._guard_ddl();
+    EXECUTE FUNCTION streamwm_internal._guard_ddl();
 
 /*
  * Renames of what a query reads: the queries kept by _guard_ddl at the
  * start of the command are deparsed again under the new names
  * (src/query_ddl.c).
  */
-CREATE FUNCTION streamwm._guard_ddl_end() RETURNS event_trigger
+CREATE FUNCTION streamwm_internal._guard_ddl_end() RETURNS event_trigger
     AS 'MODULE_PATHNAME', 'streamwm_guard_ddl_end'
     LANGUAGE C;
 
 CREATE EVENT TRIGGER streamwm_guard_ddl_end ON ddl_command_end
-    EXECUTE FUNCTION streamwm._guard_ddl_end();
+    EXECUTE FUNCTION streamwm_internal._guard_ddl_end();
 
 /* ... and what a CASCADE would take along: a stream's own triggers. */
-CREATE FUNCTION streamwm._guard_sql_drop() RETURNS event_trigger
+CREATE FUNCTION streamwm_internal._guard_sql_drop() RETURNS event_trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     o   record;
@@ -1342,7 +1353,7 @@ BEGIN
 END $$;
 
 CREATE EVENT TRIGGER streamwm_guard_sql_drop ON sql_drop
-    EXECUTE FUNCTION streamwm._guard_sql_drop();
+    EXECUTE FUNCTION streamwm_internal._guard_sql_drop();
 
 /* ---------------------------------------------------------------------
  * Views
@@ -1359,7 +1370,7 @@ CREATE EVENT TRIGGER streamwm_guard_sql_drop ON sql_drop
 -- yet processed and the arrival of the oldest of them, and the open writing
 -- transaction that holds it (backend, since when).  Reads the stream table
 -- as its owner; nothing for a stream the caller may not see.
-CREATE FUNCTION streamwm._partition_stats(stream regclass,
+CREATE FUNCTION streamwm_internal._partition_stats(stream regclass,
     OUT partition int, OUT last_offset bigint, OUT last_arrival timestamptz,
     OUT backlog bigint, OUT oldest_arrival timestamptz,
     OUT held_by int, OUT held_since timestamptz)
@@ -1368,7 +1379,7 @@ CREATE FUNCTION streamwm._partition_stats(stream regclass,
 
 -- How far a query trails its stream: rows not yet in a window it closed
 -- (processed or not), and the newest and oldest of their event times.
-CREATE FUNCTION streamwm._query_pending(stream regclass, closed_until timestamptz,
+CREATE FUNCTION streamwm_internal._query_pending(stream regclass, closed_until timestamptz,
     OUT pending_events bigint, OUT newest_event timestamptz, OUT oldest_event timestamptz)
     RETURNS record AS 'MODULE_PATHNAME', 'streamwm_query_pending'
     LANGUAGE C STABLE STRICT;
@@ -1393,7 +1404,7 @@ SELECT p.stream,
   JOIN streamwm.partition_state p ON p.stream = d.stream
   LEFT JOIN (SELECT d2.stream, x.*
                FROM streamwm.stream_def d2
-               CROSS JOIN LATERAL streamwm._partition_stats(d2.stream) x) h
+               CROSS JOIN LATERAL streamwm_internal._partition_stats(d2.stream) x) h
     ON h.stream = p.stream AND h.partition = p.partition
  WHERE pg_catalog.pg_has_role(d.owner, 'USAGE')
     OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')
@@ -1427,7 +1438,7 @@ SELECT d.stream,
   CROSS JOIN LATERAL (
       SELECT coalesce(sum(x.backlog), 0)::bigint AS unprocessed_events,
              min(x.oldest_arrival) AS oldest_unprocessed
-        FROM streamwm._partition_stats(d.stream) x) b
+        FROM streamwm_internal._partition_stats(d.stream) x) b
   -- Why W cannot move now, in words (NULL: it can): Renoir's "no watermark,
   -- windows buffer forever" made visible.
   CROSS JOIN LATERAL (
@@ -1454,7 +1465,7 @@ SELECT d.stream,
              END
         END AS watermark_stalled
         FROM streamwm.partition_state s
-        LEFT JOIN streamwm._partition_stats(d.stream) x ON x.partition = s.partition
+        LEFT JOIN streamwm_internal._partition_stats(d.stream) x ON x.partition = s.partition
        WHERE s.stream = d.stream) w
  WHERE pg_catalog.pg_has_role(d.owner, 'USAGE')
     OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')
@@ -1493,7 +1504,7 @@ SELECT q.name AS query,
   JOIN streamwm.stream_def d ON d.stream = q.stream
   CROSS JOIN LATERAL (SELECT pg_catalog.pg_has_role(q.owner, 'USAGE')
                           OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE') AS full) o
-  LEFT JOIN LATERAL streamwm._query_pending(q.stream, q.closed_until) l ON true
+  LEFT JOIN LATERAL streamwm_internal._query_pending(q.stream, q.closed_until) l ON true
   -- how far its results trail the newest event: from the end of the last
   -- window it closed, or, before its first, from the oldest event it waits for
   CROSS JOIN LATERAL (SELECT CASE WHEN l.newest_event IS NULL THEN interval '0'
@@ -1521,12 +1532,12 @@ GRANT SELECT ON streamwm.streams, streamwm.partitions, streamwm.queries,
  * Background worker
  * --------------------------------------------------------------------- */
 
-CREATE FUNCTION streamwm._launch() RETURNS boolean
+CREATE FUNCTION streamwm_internal._launch() RETURNS boolean
     AS 'MODULE_PATHNAME', 'streamwm_launch' LANGUAGE C;
 
 -- Start this database's worker when CREATE EXTENSION commits (or say that
 -- none will run because the library is not preloaded).
-SELECT streamwm._launch();
+SELECT streamwm_internal._launch();
 
 /* ---------------------------------------------------------------------
  * Descriptions (COMMENT ON ...)
@@ -1540,6 +1551,8 @@ SELECT streamwm._launch();
 
 COMMENT ON SCHEMA streamwm IS
     'streamwm: event-time streams, watermarks and window queries with exactly-once results';
+COMMENT ON SCHEMA streamwm_internal IS
+    'internal: streamwm''s trigger functions, helpers and pane-plan aggregates, not for direct use';
 
 -- public API
 COMMENT ON FUNCTION streamwm.create_stream(text, text, int, interval, text, text, interval, interval,
@@ -1574,115 +1587,115 @@ COMMENT ON FUNCTION streamwm.window_start(timestamptz, interval) IS
     'start of the epoch-aligned window of width hop that contains ts (the pane a row belongs to)';
 COMMENT ON FUNCTION streamwm.window_start(timestamptz, interval, timestamptz) IS
     'start of the window of width hop aligned at origin that contains ts, as date_bin(hop, ts, origin)';
-COMMENT ON FUNCTION streamwm.pane_windows(timestamptz, timestamptz, timestamptz, interval, interval) IS
+COMMENT ON FUNCTION streamwm_internal.pane_windows(timestamptz, timestamptz, timestamptz, interval, interval) IS
     'starts of the windows of width size every hop that contain the pane starting at pane and start in (lo, hi]';
 
 -- internal functions and aggregates
-COMMENT ON FUNCTION streamwm._alter_query(text, text, text) IS
+COMMENT ON FUNCTION streamwm_internal._alter_query(text, text, text) IS
     'internal: alter_query''s rewrite of the catalog row, not for direct use';
-COMMENT ON FUNCTION streamwm._bind_query(text) IS
+COMMENT ON FUNCTION streamwm_internal._bind_query(text) IS
     'internal: a query''s text deparsed with every name schema-qualified, not for direct use';
-COMMENT ON FUNCTION streamwm._check_count_query(text) IS
+COMMENT ON FUNCTION streamwm_internal._check_count_query(text) IS
     'internal: creates a count query''s state table and plans its statement, not for direct use';
-COMMENT ON FUNCTION streamwm._check_create_table(text) IS
+COMMENT ON FUNCTION streamwm_internal._check_create_table(text) IS
     'internal: refuses anything but one CREATE TABLE statement (create_stream''s columns), not for direct use';
-COMMENT ON FUNCTION streamwm._check_interval(text, interval, boolean) IS
+COMMENT ON FUNCTION streamwm_internal._check_interval(text, interval, boolean) IS
     'internal: checks an interval argument (not NULL, no months, positive), not for direct use';
-COMMENT ON FUNCTION streamwm._check_query(text) IS
+COMMENT ON FUNCTION streamwm_internal._check_query(text) IS
     'internal: plans a new or altered query''s statement as its owner, not for direct use';
-COMMENT ON FUNCTION streamwm._combine_ffunc(internal, bytea, oid, anyelement) IS
+COMMENT ON FUNCTION streamwm_internal._combine_ffunc(internal, bytea, oid, anyelement) IS
     'internal: final function of the combine aggregate (pane plan), not for direct use';
-COMMENT ON FUNCTION streamwm._combine_sfunc(internal, bytea, oid) IS
+COMMENT ON FUNCTION streamwm_internal._combine_sfunc(internal, bytea, oid) IS
     'internal: transition function of the merge aggregate (pane plan), not for direct use';
-COMMENT ON FUNCTION streamwm._combine_sfunc(internal, bytea, oid, anyelement) IS
+COMMENT ON FUNCTION streamwm_internal._combine_sfunc(internal, bytea, oid, anyelement) IS
     'internal: transition function of the combine aggregate (pane plan), not for direct use';
-COMMENT ON FUNCTION streamwm._create_count_query(text, text, int, int, text, text, text) IS
+COMMENT ON FUNCTION streamwm_internal._create_count_query(text, text, int, int, text, text, text) IS
     'internal: body of create_count_query, not for direct use';
-COMMENT ON FUNCTION streamwm._create_ordered_query(text, text, text, text, text, regclass) IS
+COMMENT ON FUNCTION streamwm_internal._create_ordered_query(text, text, text, text, text, regclass) IS
     'internal: body of create_query with hop and size NULL (ordered output), not for direct use';
-COMMENT ON FUNCTION streamwm._create_query(text, text, interval, interval, text, text, text, regclass,
+COMMENT ON FUNCTION streamwm_internal._create_query(text, text, interval, interval, text, text, text, regclass,
                                            timestamptz, text) IS
     'internal: body of create_query for window queries, not for direct use';
-COMMENT ON FUNCTION streamwm._create_session_query(text, text, interval, text, text, text) IS
+COMMENT ON FUNCTION streamwm_internal._create_session_query(text, text, interval, text, text, text) IS
     'internal: body of create_session_query, not for direct use';
-COMMENT ON FUNCTION streamwm._create_stream(text, text, int, interval, text, text, interval, interval,
+COMMENT ON FUNCTION streamwm_internal._create_stream(text, text, int, interval, text, text, interval, interval,
                                             interval, interval, text) IS
     'internal: body of create_stream, not for direct use';
-COMMENT ON FUNCTION streamwm._earliest_closed_until(regclass, interval, interval, timestamptz) IS
+COMMENT ON FUNCTION streamwm_internal._earliest_closed_until(regclass, interval, interval, timestamptz) IS
     'internal: where a new ''earliest'' query starts (its first window whose rows are all retained), not for direct use';
-COMMENT ON FUNCTION streamwm._guard_ddl() IS
+COMMENT ON FUNCTION streamwm_internal._guard_ddl() IS
     'internal: event trigger function refusing DDL that would break a stream or a query, not for direct use';
-COMMENT ON FUNCTION streamwm._guard_ddl_end() IS
+COMMENT ON FUNCTION streamwm_internal._guard_ddl_end() IS
     'internal: event trigger function writing renames into the queries that read the renamed objects, not for direct use';
-COMMENT ON FUNCTION streamwm._guard_sql_drop() IS
+COMMENT ON FUNCTION streamwm_internal._guard_sql_drop() IS
     'internal: event trigger function refusing to drop a stream''s sw_ triggers, not for direct use';
-COMMENT ON FUNCTION streamwm._ingest_when(regclass, text, text) IS
+COMMENT ON FUNCTION streamwm_internal._ingest_when(regclass, text, text) IS
     'internal: validates event_time and partition_key and builds the sw_ingest trigger''s WHEN clause, not for direct use';
-COMMENT ON FUNCTION streamwm._launch() IS
+COMMENT ON FUNCTION streamwm_internal._launch() IS
     'internal: starts this database''s background worker, not for direct use';
-COMMENT ON FUNCTION streamwm._offset_sequence_name(regclass) IS
+COMMENT ON FUNCTION streamwm_internal._offset_sequence_name(regclass) IS
     'internal: a free name for a stream''s offset sequence, not for direct use';
-COMMENT ON FUNCTION streamwm._on_sql_drop() IS
+COMMENT ON FUNCTION streamwm_internal._on_sql_drop() IS
     'internal: event trigger function removing the catalog rows of dropped stream tables, not for direct use';
-COMMENT ON FUNCTION streamwm._partial_sfunc(internal, oid) IS
+COMMENT ON FUNCTION streamwm_internal._partial_sfunc(internal, oid) IS
     'internal: transition function of the partial aggregate (pane plan), not for direct use';
-COMMENT ON FUNCTION streamwm._partial_sfunc(internal, oid, VARIADIC "any") IS
+COMMENT ON FUNCTION streamwm_internal._partial_sfunc(internal, oid, VARIADIC "any") IS
     'internal: transition function of the partial aggregate (pane plan), not for direct use';
-COMMENT ON FUNCTION streamwm._partition_stats(regclass) IS
+COMMENT ON FUNCTION streamwm_internal._partition_stats(regclass) IS
     'internal: per-partition figures of a stream for the views (newest offset, backlog, open writers), not for direct use';
-COMMENT ON FUNCTION streamwm._qualified_name(text, text) IS
+COMMENT ON FUNCTION streamwm_internal._qualified_name(text, text) IS
     'internal: a table name quoted and schema-qualified under a search_path, not for direct use';
-COMMENT ON FUNCTION streamwm._query_columns(regclass, text) IS
+COMMENT ON FUNCTION streamwm_internal._query_columns(regclass, text) IS
     'internal: the output columns and key of a window query, not for direct use';
-COMMENT ON FUNCTION streamwm._query_columns(regclass, text, boolean) IS
+COMMENT ON FUNCTION streamwm_internal._query_columns(regclass, text, boolean) IS
     'internal: the output columns of an ordered query, not for direct use';
-COMMENT ON FUNCTION streamwm._query_pending(regclass, timestamptz) IS
+COMMENT ON FUNCTION streamwm_internal._query_pending(regclass, timestamptz) IS
     'internal: rows a query has not yet closed a window over, for streamwm.queries, not for direct use';
-COMMENT ON FUNCTION streamwm._query_stream(text) IS
+COMMENT ON FUNCTION streamwm_internal._query_stream(text) IS
     'internal: the one stream a query reads, not for direct use';
-COMMENT ON FUNCTION streamwm._register_query(text, regclass, text, text, interval, interval, regclass,
+COMMENT ON FUNCTION streamwm_internal._register_query(text, regclass, text, text, interval, interval, regclass,
                                              text, bigint, timestamptz, timestamptz, text) IS
     'internal: records a new query in the catalog after checking the caller''s rights, not for direct use';
-COMMENT ON FUNCTION streamwm._register_session(text, interval) IS
+COMMENT ON FUNCTION streamwm_internal._register_session(text, interval) IS
     'internal: makes a registered query a session query, not for direct use';
-COMMENT ON FUNCTION streamwm._register_stream(regclass, int, interval, text, text, interval, interval,
+COMMENT ON FUNCTION streamwm_internal._register_stream(regclass, int, interval, text, text, interval, interval,
                                               interval, interval) IS
     'internal: records a new stream in the catalog after checking the caller''s rights, not for direct use';
-COMMENT ON FUNCTION streamwm._schedule_changed() IS
+COMMENT ON FUNCTION streamwm_internal._schedule_changed() IS
     'internal: trigger function telling the worker that the streams or their granularity changed, not for direct use';
-COMMENT ON FUNCTION streamwm._set_allowed_lateness(regclass, interval) IS
+COMMENT ON FUNCTION streamwm_internal._set_allowed_lateness(regclass, interval) IS
     'internal: create_stream''s allowed_lateness, not for direct use';
-COMMENT ON FUNCTION streamwm._set_count_windows(text, int, int) IS
+COMMENT ON FUNCTION streamwm_internal._set_count_windows(text, int, int) IS
     'internal: makes a registered query a count query, not for direct use';
-COMMENT ON FUNCTION streamwm._set_result_retention(text, regclass, interval) IS
+COMMENT ON FUNCTION streamwm_internal._set_result_retention(text, regclass, interval) IS
     'internal: create_query''s result_retention, not for direct use';
-COMMENT ON FUNCTION streamwm._start_offset(regclass, text) IS
+COMMENT ON FUNCTION streamwm_internal._start_offset(regclass, text) IS
     'internal: the offset a new query starts reading after, not for direct use';
-COMMENT ON FUNCTION streamwm._state_ffunc(internal) IS
+COMMENT ON FUNCTION streamwm_internal._state_ffunc(internal) IS
     'internal: final function of the partial and merge aggregates (serialized state), not for direct use';
-COMMENT ON FUNCTION streamwm._stream_insert() IS
+COMMENT ON FUNCTION streamwm_internal._stream_insert() IS
     'internal: BEFORE INSERT trigger function of stream tables (partition, offset, write and event time), not for direct use';
-COMMENT ON FUNCTION streamwm._stream_no_update() IS
+COMMENT ON FUNCTION streamwm_internal._stream_no_update() IS
     'internal: BEFORE UPDATE trigger function of stream tables (append-only), not for direct use';
-COMMENT ON FUNCTION streamwm._stream_of(regclass) IS
+COMMENT ON FUNCTION streamwm_internal._stream_of(regclass) IS
     'internal: a stream''s catalog row, or an error if it is not a stream, not for direct use';
-COMMENT ON FUNCTION streamwm._stream_purge() IS
+COMMENT ON FUNCTION streamwm_internal._stream_purge() IS
     'internal: DELETE trigger function of stream tables (counts purged unread rows), not for direct use';
-COMMENT ON FUNCTION streamwm._stream_truncate() IS
+COMMENT ON FUNCTION streamwm_internal._stream_truncate() IS
     'internal: TRUNCATE trigger function of stream tables (refuses RESTART IDENTITY, counts purged rows), not for direct use';
-COMMENT ON FUNCTION streamwm._unregister_query(text) IS
+COMMENT ON FUNCTION streamwm_internal._unregister_query(text) IS
     'internal: removes a query from the catalog after checking the caller''s rights, not for direct use';
-COMMENT ON FUNCTION streamwm._unregister_stream(regclass, boolean) IS
+COMMENT ON FUNCTION streamwm_internal._unregister_stream(regclass, boolean) IS
     'internal: removes a stream from the catalog after checking the caller''s rights, not for direct use';
-COMMENT ON FUNCTION streamwm._window_sql(text) IS
+COMMENT ON FUNCTION streamwm_internal._window_sql(text) IS
     'internal: the statement a step runs for a query, for inspection, not for direct use';
-COMMENT ON AGGREGATE streamwm.partial(oid) IS
+COMMENT ON AGGREGATE streamwm_internal.partial(oid) IS
     'internal: partial state of an aggregate over a pane (pane plan), not for direct use';
-COMMENT ON AGGREGATE streamwm.partial(oid, VARIADIC "any") IS
+COMMENT ON AGGREGATE streamwm_internal.partial(oid, VARIADIC "any") IS
     'internal: partial state of an aggregate over a pane (pane plan), not for direct use';
-COMMENT ON AGGREGATE streamwm.merge(bytea, oid) IS
+COMMENT ON AGGREGATE streamwm_internal.merge(bytea, oid) IS
     'internal: partial states of an aggregate merged into one (pane plan), not for direct use';
-COMMENT ON AGGREGATE streamwm.combine(bytea, oid, anyelement) IS
+COMMENT ON AGGREGATE streamwm_internal.combine(bytea, oid, anyelement) IS
     'internal: partial states of an aggregate combined and finalized into its result (pane plan), not for direct use';
 
 -- event triggers, the catalog's trigger and row-level security policies

@@ -9,12 +9,12 @@
  *
  * Three SQL aggregates, each taking the aggregate's OID as a constant:
  *
- *	 streamwm.partial(aggregate oid [, its arguments ...]) -> bytea
+ *	 streamwm_internal.partial(aggregate oid [, its arguments ...]) -> bytea
  *		 the partial state of <aggregate> over the group's rows, serialized
- *	 streamwm.merge(state bytea, aggregate oid) -> bytea
+ *	 streamwm_internal.merge(state bytea, aggregate oid) -> bytea
  *		 several serialized states combined into one (a pane that receives
  *		 rows in several steps)
- *	 streamwm.combine(state bytea, aggregate oid, result anyelement)
+ *	 streamwm_internal.combine(state bytea, aggregate oid, result anyelement)
  *		 -> anyelement: the states combined and finalized, i.e. the
  *		 aggregate's result over all the rows behind them; the third
  *		 argument is a typed NULL that fixes the result type
@@ -24,7 +24,7 @@
  * (state type internal), the value's bytes (by-value state types) or the
  * state type's binary send output (the others).  The bytes
  * come from a table the query's owner owns (or straight from any caller of
- * streamwm.merge/combine), so that role can forge them, and deserialfns are
+ * streamwm_internal.merge/combine), so that role can forge them, and deserialfns are
  * not written for hostile input: PostgreSQL gives them an internal argument
  * so that SQL never calls them, and numeric_avg_deserialize, for one, writes
  * out of bounds on a forged digit count or weight.  So an internal state
@@ -102,7 +102,7 @@ typedef struct SwAggInfo
 	Datum		initval;		/* in the call site's memory context */
 	bool		final_extra;
 	bool		has_final;
-	FmgrInfo	transfn;		/* valid only in streamwm.partial */
+	FmgrInfo	transfn;		/* valid only in streamwm_internal.partial */
 	FmgrInfo	combinefn;
 	FmgrInfo	finalfn;
 	FmgrInfo	serialfn;		/* state type internal */
@@ -408,7 +408,7 @@ init_fn(FmgrInfo *fn, Oid fnoid, Expr *expr, MemoryContext cxt)
 
 /*
  * The call site's aggregate: looked up and checked on first use.
- * input_types/ninputs are the actual argument types of streamwm.partial
+ * input_types/ninputs are the actual argument types of streamwm_internal.partial
  * (NULL otherwise).
  */
 static SwAggInfo *
@@ -633,7 +633,7 @@ strict_step(SwAggState *st, FmgrInfo *fn, Datum input, bool input_null, MemoryCo
 }
 
 /*
- * streamwm._partial_sfunc(internal, aggregate oid [, VARIADIC "any"]):
+ * streamwm_internal._partial_sfunc(internal, aggregate oid [, VARIADIC "any"]):
  * the aggregate's transition function over one row.
  */
 Datum
@@ -646,7 +646,7 @@ streamwm_partial_sfunc(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("the aggregate of streamwm.partial must not be NULL")));
+				 errmsg("the aggregate of streamwm_internal.partial must not be NULL")));
 	if (PG_ARGISNULL(0))
 	{
 		Oid			types[FUNC_MAX_ARGS];
@@ -660,7 +660,7 @@ streamwm_partial_sfunc(PG_FUNCTION_ARGS)
 	{
 		st = (SwAggState *) PG_GETARG_POINTER(0);
 		if (st->info->aggfnoid != PG_GETARG_OID(1))
-			elog(ERROR, "streamwm.partial called with another aggregate in the same group");
+			elog(ERROR, "streamwm_internal.partial called with another aggregate in the same group");
 	}
 
 	if (st->info->transfn.fn_strict)
@@ -680,9 +680,9 @@ streamwm_partial_sfunc(PG_FUNCTION_ARGS)
 }
 
 /*
- * streamwm._state_ffunc(internal) -> bytea: the state serialized, behind
+ * streamwm_internal._state_ffunc(internal) -> bytea: the state serialized, behind
  * its header; NULL when the group had no input (no row passed the FILTER):
- * streamwm.combine skips it.  A NULL state is a header saying so, passed
+ * streamwm_internal.combine skips it.  A NULL state is a header saying so, passed
  * on to the combine function as PostgreSQL's parallel aggregation does.
  */
 Datum
@@ -833,7 +833,7 @@ read_state(FunctionCallInfo fcinfo, SwAggInfo *info, bytea *bytes, bool *isnull,
 }
 
 /*
- * streamwm._combine_sfunc(internal, state bytea, aggregate oid
+ * streamwm_internal._combine_sfunc(internal, state bytea, aggregate oid
  * [, result anyelement]): one more serialized state combined in.
  */
 Datum
@@ -850,7 +850,7 @@ streamwm_combine_sfunc(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("the aggregate of streamwm.combine must not be NULL")));
+				 errmsg("the aggregate of streamwm_internal.combine must not be NULL")));
 	if (PG_ARGISNULL(0))
 	{
 		st = new_state(agg_info(fcinfo, PG_GETARG_OID(2), NULL, 0), cxt);
@@ -860,7 +860,7 @@ streamwm_combine_sfunc(PG_FUNCTION_ARGS)
 	{
 		st = (SwAggState *) PG_GETARG_POINTER(0);
 		if (st->info->aggfnoid != PG_GETARG_OID(2))
-			elog(ERROR, "streamwm.combine called with another aggregate in the same group");
+			elog(ERROR, "streamwm_internal.combine called with another aggregate in the same group");
 	}
 	info = st->info;
 	/* a NULL state has no rows behind it (see streamwm_state_ffunc) */
@@ -869,7 +869,7 @@ streamwm_combine_sfunc(PG_FUNCTION_ARGS)
 	input = read_state(fcinfo, info, PG_GETARG_BYTEA_PP(1), &input_null, &collation);
 
 	/*
-	 * streamwm.merge has no collatable argument: it combines under the
+	 * streamwm_internal.merge has no collatable argument: it combines under the
 	 * collation the states were made with (max(text) needs one)
 	 */
 	if (!OidIsValid(st->collation))
@@ -883,7 +883,7 @@ streamwm_combine_sfunc(PG_FUNCTION_ARGS)
 }
 
 /*
- * streamwm._combine_ffunc(internal, bytea, oid, anyelement) -> anyelement:
+ * streamwm_internal._combine_ffunc(internal, bytea, oid, anyelement) -> anyelement:
  * the aggregate's final function over the combined state.
  */
 Datum

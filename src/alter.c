@@ -330,11 +330,11 @@ check_result_table(const SwQueryDef *def, List *old_cols, List *new_cols)
 }
 
 /*
- * streamwm._alter_query(name text, query text, user_path text): gives a
+ * streamwm_internal._alter_query(name text, query text, user_path text): gives a
  * query the caller manages a new text, bound under user_path (the caller's
  * search_path, passed by streamwm.alter_query), effective from the next
  * window that has not closed.  streamwm.alter_query then plans it
- * (streamwm._check_query, which also makes the pane table).
+ * (streamwm_internal._check_query, which also makes the pane table).
  */
 Datum
 streamwm_alter_query(PG_FUNCTION_ARGS)

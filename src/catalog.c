@@ -439,14 +439,14 @@ has_ingest_trigger(Relation rel)
 	{
 		if (strcmp(td->triggers[i].tgname, "sw_ingest") == 0 &&
 			strcmp(get_func_name(td->triggers[i].tgfoid), "_stream_insert") == 0 &&
-			get_func_namespace(td->triggers[i].tgfoid) == get_namespace_oid("streamwm", false))
+			get_func_namespace(td->triggers[i].tgfoid) == get_namespace_oid("streamwm_internal", false))
 			return true;
 	}
 	return false;
 }
 
 /*
- * streamwm._register_stream(stream, partitions, watermark_delay, event_time,
+ * streamwm_internal._register_stream(stream, partitions, watermark_delay, event_time,
  * partition_key, granularity, idle_timeout, retention): records a table
  * that create_stream has just built as a stream owned by the current user.
  * Only a plain, permanent table the caller owns, with streamwm's system
@@ -470,7 +470,7 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 		if (PG_ARGISNULL(i) && !may_be_null)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("argument %d of streamwm._register_stream() must not be NULL",
+					 errmsg("argument %d of streamwm_internal._register_stream() must not be NULL",
 							i + 1)));
 		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
 		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
@@ -530,7 +530,7 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 }
 
 /*
- * streamwm._set_allowed_lateness(stream regclass, allowed_lateness interval)
+ * streamwm_internal._set_allowed_lateness(stream regclass, allowed_lateness interval)
  * RETURNS regclass: create_stream's allowed_lateness (SPEC section 10),
  * zero or positive, without months (a fixed number of microseconds, as
  * every interval of streamwm).  Only for a stream the caller manages that
@@ -627,7 +627,7 @@ drop_pane_tables(const char *where, Oid argtype, Datum arg)
 }
 
 /*
- * streamwm._unregister_stream(stream, cascade): removes a stream the caller
+ * streamwm_internal._unregister_stream(stream, cascade): removes a stream the caller
  * manages from the catalog (its queries too with cascade; without, an error
  * names them).  drop_stream then drops the table as the caller.
  */
@@ -698,7 +698,7 @@ streamwm_unregister_stream(PG_FUNCTION_ARGS)
 }
 
 /*
- * streamwm._register_query(name, stream, query, query_text, hop, size,
+ * streamwm_internal._register_query(name, stream, query, query_text, hop, size,
  * result_table, start_from, start_offset, closed_until): records a query
  * owned by the current user.  It must manage the stream (a query holds the
  * stream's rows back from retention and runs in its steps) and own the
@@ -866,7 +866,7 @@ set_query_paused(const char *name, bool paused)
 }
 
 /*
- * streamwm._set_result_retention(name, result, result_retention): records
+ * streamwm_internal._set_result_retention(name, result, result_retention): records
  * create_query's result_retention for the query just created; returns
  * result (create_query's value).  NULL: result rows are kept.
  */
@@ -924,7 +924,7 @@ streamwm_resume_query(PG_FUNCTION_ARGS)
 }
 
 /*
- * streamwm._unregister_query(name) RETURNS regclass: removes a query the
+ * streamwm_internal._unregister_query(name) RETURNS regclass: removes a query the
  * caller manages.  Returns its result table if that still exists and
  * belongs to the query's owner (a table of the same name made by someone
  * else is never offered for dropping), else NULL.
@@ -954,7 +954,7 @@ streamwm_unregister_query(PG_FUNCTION_ARGS)
 }
 
 /*
- * streamwm._check_create_table(ddl text): the CREATE TABLE statement of
+ * streamwm_internal._check_create_table(ddl text): the CREATE TABLE statement of
  * create_stream holds the caller's column list; make sure it is one CREATE
  * TABLE of plain columns and nothing else (no second statement, no
  * inheritance, partitioning, LIKE or table options).

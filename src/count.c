@@ -496,7 +496,7 @@ sw_count_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
 }
 
 /*
- * streamwm._set_count_windows(name text, size int, slide int): make a
+ * streamwm_internal._set_count_windows(name text, size int, slide int): make a
  * query that _register_query has just recorded a count query (plan
  * 'count', no hop or size), after checking its shape as the caller.
  */
@@ -534,7 +534,7 @@ streamwm_set_count_windows(PG_FUNCTION_ARGS)
 }
 
 /*
- * streamwm._check_count_query(name text): as the query's owner, make its
+ * streamwm_internal._check_count_query(name text): as the query's owner, make its
  * state table and plan and run its statement over no row, so that
  * create_count_query reports what a step would fail on.
  */

@@ -6,22 +6,22 @@
  *
  * Three layers:
  *
- *	 1. An event trigger on ddl_command_start, streamwm._guard_ddl(), looks
+ *	 1. An event trigger on ddl_command_start, streamwm_internal._guard_ddl(), looks
  *		at the parse tree of each DDL command and refuses, for the tables
  *		listed in streamwm.stream_def, what would change or remove the
  *		system columns (sw_*), the triggers streamwm put on the table
  *		(sw_*), or what the table is (rules, inheritance, partitions), and
  *		any change of the offset sequence.  DROP COLUMN ... CASCADE and the
  *		like, which could take a trigger along, are caught afterwards by the
- *		sql_drop trigger streamwm._guard_sql_drop() (SQL).  What the user's
+ *		sql_drop trigger streamwm_internal._guard_sql_drop() (SQL).  What the user's
  *		event_time and partition_key expressions use is protected by
  *		PostgreSQL itself: they are part of the sw_ingest trigger's WHEN
  *		clause, so the trigger depends on those columns (ingest.c).
  *	 2. Statement triggers on each stream table: UPDATE is refused
- *		(streamwm._stream_no_update()), and TRUNCATE ... RESTART IDENTITY,
+ *		(streamwm_internal._stream_no_update()), and TRUNCATE ... RESTART IDENTITY,
  *		which would hand out offsets again from 1 so that processing never
  *		reads the new rows, is undone with an error
- *		(streamwm._stream_truncate(), BEFORE and AFTER TRUNCATE).  The
+ *		(streamwm_internal._stream_truncate(), BEFORE and AFTER TRUNCATE).  The
  *		BEFORE TRUNCATE trigger also counts the rows processing had not read
  *		(purge.c), as the sw_purge triggers do for DELETE.
  *	 3. Defence in depth, because a superuser can disable event triggers:
@@ -401,7 +401,7 @@ guard_drop(DropStmt *stmt)
 }
 
 /*
- * streamwm._guard_ddl(): the ddl_command_start event trigger.  Runs as the
+ * streamwm_internal._guard_ddl(): the ddl_command_start event trigger.  Runs as the
  * extension owner (SECURITY DEFINER) so that it sees every stream.
  */
 Datum
@@ -411,7 +411,7 @@ streamwm_guard_ddl(PG_FUNCTION_ARGS)
 	Node	   *parsetree;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
-		elog(ERROR, "streamwm._guard_ddl() must be called as an event trigger");
+		elog(ERROR, "streamwm_internal._guard_ddl() must be called as an event trigger");
 	trigdata = (EventTriggerData *) fcinfo->context;
 	parsetree = trigdata->parsetree;
 
@@ -484,7 +484,7 @@ streamwm_guard_ddl(PG_FUNCTION_ARGS)
 }
 
 /*
- * streamwm._stream_no_update(): BEFORE UPDATE ... FOR EACH STATEMENT
+ * streamwm_internal._stream_no_update(): BEFORE UPDATE ... FOR EACH STATEMENT
  * trigger of every stream table.  A stream is an append-only log.
  */
 Datum
@@ -493,7 +493,7 @@ streamwm_stream_no_update(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "streamwm._stream_no_update() must be called as a trigger");
+		elog(ERROR, "streamwm_internal._stream_no_update() must be called as a trigger");
 	/* commit_order.c moving this transaction's own rows to new offsets */
 	if (OidIsValid(sw_renumbering) &&
 		RelationGetRelid(trigdata->tg_relation) == sw_renumbering)
@@ -548,7 +548,7 @@ streamwm_stream_truncate(PG_FUNCTION_ARGS)
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
-		elog(ERROR, "streamwm._stream_truncate() must be a TRUNCATE trigger");
+		elog(ERROR, "streamwm_internal._stream_truncate() must be a TRUNCATE trigger");
 	relid = RelationGetRelid(trigdata->tg_relation);
 	seqs = getOwnedSequences(relid);
 	if (list_length(seqs) != 1)

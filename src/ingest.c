@@ -3,7 +3,7 @@
  *	  Owns the way rows enter a stream table (SPEC section 3).
  *
  * Every path in (INSERT, COPY, streamwm.ingest(), streamwm.ingest_lines())
- * goes through the BEFORE INSERT row trigger streamwm._stream_insert(),
+ * goes through the BEFORE INSERT row trigger streamwm_internal._stream_insert(),
  * which fills the system columns:
  *
  *	 sw_partition	the explicit one; else the hash of partition_key; else a
@@ -261,7 +261,7 @@ ingest_when_part(Relation rel, const char *exprtext, bool is_event_time)
 }
 
 /*
- * streamwm._ingest_when(rel regclass, event_time text, partition_key text)
+ * streamwm_internal._ingest_when(rel regclass, event_time text, partition_key text)
  * RETURNS text: validates the stream's event_time and partition_key
  * expressions (NULL or '' for none) and returns the WHEN condition of its
  * sw_ingest trigger that binds them (see the file header).  Each
@@ -361,7 +361,7 @@ ingest_state(Relation rel, Trigger *trigger)
 									   ALLOCSET_SMALL_SIZES);
 
 	if (trigger->tgnargs != 1)
-		elog(ERROR, "streamwm._stream_insert() needs 1 trigger argument");
+		elog(ERROR, "streamwm_internal._stream_insert() needs 1 trigger argument");
 	entry->npartitions = pg_strtoint32(trigger->tgargs[0]);
 	if (entry->npartitions < 1)
 		elog(ERROR, "invalid partition count in trigger on %s",
@@ -377,7 +377,7 @@ ingest_state(Relation rel, Trigger *trigger)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a stream", RelationGetRelationName(rel)),
-				 errdetail("streamwm._stream_insert() runs only on the stream tables streamwm.create_stream() makes.")));
+				 errdetail("streamwm_internal._stream_insert() runs only on the stream tables streamwm.create_stream() makes.")));
 
 	seqs = getOwnedSequences(relid);
 	if (list_length(seqs) != 1)
@@ -480,7 +480,7 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
 		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
 		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-		elog(ERROR, "streamwm._stream_insert() must be a BEFORE INSERT row trigger");
+		elog(ERROR, "streamwm_internal._stream_insert() must be a BEFORE INSERT row trigger");
 
 	rel = trigdata->tg_relation;
 	tuple = trigdata->tg_trigtuple;

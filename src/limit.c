@@ -287,7 +287,7 @@ sw_check_statement_privileges(const char *sql, int nparams, const Oid *types)
  * costs an aggregate transition (general plan) or a pane read (pane plan),
  * so the bound keeps one query from costing 10^10 times its input
  * (hop => '1 microsecond', size => '1 day').  create_query checks it
- * through streamwm._check_query().
+ * through streamwm_internal._check_query().
  */
 void
 sw_check_windows_per_row(int64 hop_us, int64 size_us)
@@ -305,7 +305,7 @@ sw_check_windows_per_row(int64 hop_us, int64 size_us)
 }
 
 /*
- * streamwm._earliest_closed_until(stream regclass, hop interval,
+ * streamwm_internal._earliest_closed_until(stream regclass, hop interval,
  * size interval, origin timestamptz) RETURNS timestamptz: the closed_until
  * of a new 'earliest' query.
  *

@@ -58,7 +58,7 @@ check_result_type(int col, Oid type)
 }
 
 /*
- * streamwm._partition_stats(stream regclass) RETURNS SETOF (partition,
+ * streamwm_internal._partition_stats(stream regclass) RETURNS SETOF (partition,
  * last_offset, last_arrival, backlog, oldest_arrival, held_by, held_since):
  * per partition, the newest row's offset (a backward scan of the primary
  * key), when the newest transaction that wrote into it committed, the rows
@@ -158,7 +158,7 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 }
 
 /*
- * streamwm._query_pending(stream regclass, closed_until timestamptz,
+ * streamwm_internal._query_pending(stream regclass, closed_until timestamptz,
  * OUT pending_events bigint, OUT newest_event timestamptz, OUT oldest_event
  * timestamptz): the rows of a stream not yet in a window a query closed,
  * and the newest and oldest of their event times.

@@ -12,16 +12,16 @@
  *
  * the fold is the user's tree with the stream replaced by the step's new
  * rows (each with its pane), grouped by pane and the GROUP BY expressions,
- * every aggregate call replaced by streamwm.partial() of it (its partial
+ * every aggregate call replaced by streamwm_internal.partial() of it (its partial
  * state, src/aggstate.c):
  *
- *	 SELECT s.sw_pane, s.k % 10, streamwm.partial(<sum>, s.v),
- *			streamwm.partial(<count>), streamwm.partial(<max>, s.v)
+ *	 SELECT s.sw_pane, s.k % 10, streamwm_internal.partial(<sum>, s.v),
+ *			streamwm_internal.partial(<count>), streamwm_internal.partial(<max>, s.v)
  *	   FROM (<new rows>) s WHERE s.v > 0 GROUP BY s.sw_pane, s.k % 10
  *
  * A closing window combines its size/hop panes: the user's output
  * expressions and HAVING with each GROUP BY expression replaced by the pane
- * table's key column and each aggregate by streamwm.combine() of its state
+ * table's key column and each aggregate by streamwm_internal.combine() of its state
  * column (the aggregate's combine and final functions):
  *
  *	 SELECT ws, ws + size, sw_p.sw_k1,
@@ -97,10 +97,11 @@ typedef struct OverPanes
 	bool		ungrouped;		/* a stream column outside keys and aggregates */
 } OverPanes;
 
+/* one of the pane plan's aggregates, in streamwm_internal */
 static Oid
 streamwm_function(const char *name, int nargs, const Oid *argtypes)
 {
-	return LookupFuncName(list_make2(makeString("streamwm"), makeString(pstrdup(name))),
+	return LookupFuncName(list_make2(makeString("streamwm_internal"), makeString(pstrdup(name))),
 						  nargs, argtypes, false);
 }
 
@@ -190,7 +191,7 @@ over_panes_mutator(Node *node, OverPanes *op)
 	return expression_tree_mutator(node, over_panes_mutator, op);
 }
 
-/* The partial state of an aggregate call: streamwm.partial(<aggregate>, <its arguments>). */
+/* The partial state of an aggregate call: streamwm_internal.partial(<aggregate>, <its arguments>). */
 static Aggref *
 partial_aggref(Aggref *orig)
 {
@@ -603,7 +604,7 @@ sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 
 	initStringInfo(&merge);
 	for (int i = 1; i <= pp->naggs; i++)
-		appendStringInfo(&merge, "%ssw_a%d = (SELECT streamwm.merge(sw_x, '%u'::pg_catalog.oid)"
+		appendStringInfo(&merge, "%ssw_a%d = (SELECT streamwm_internal.merge(sw_x, '%u'::pg_catalog.oid)"
 						 " FROM (VALUES (sw_t.sw_a%d), (EXCLUDED.sw_a%d)) sw_v(sw_x))",
 						 i > 1 ? ", " : "UPDATE SET ", i, pp->aggs[i - 1], i, i);
 	ctes = psprintf("sw_fresh(%s) AS (%s), sw_keep AS (INSERT INTO %s AS sw_t (%s)"
@@ -616,7 +617,7 @@ sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 	/* the closed windows that fresh panes fall into: combined again */
 	if (late)
 		ctes = psprintf("%ssw_refire AS (SELECT DISTINCT sw_w.sw_ws FROM sw_fresh"
-						" CROSS JOIN LATERAL streamwm.pane_windows(sw_fresh.sw_pane, $6, $3, %s, %s)"
+						" CROSS JOIN LATERAL streamwm_internal.pane_windows(sw_fresh.sw_pane, $6, $3, %s, %s)"
 						" AS sw_w(sw_ws)), ",
 						ctes, hop, size);
 
@@ -633,7 +634,7 @@ sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 	foreach(lc, pp->outputs)
 		appendStringInfo(&combine, ", %s", deparse_expression(lfirst(lc), dpcontext, true, false));
 	appendStringInfo(&combine,
-					 " FROM (SELECT sw_u.*, streamwm.pane_windows(sw_u.sw_pane, $3, $5, %s, %s) AS sw_ws"
+					 " FROM (SELECT sw_u.*, streamwm_internal.pane_windows(sw_u.sw_pane, $3, $5, %s, %s) AS sw_ws"
 					 " FROM (SELECT %s FROM %s UNION ALL SELECT %s FROM sw_fresh) AS sw_u"
 					 " WHERE sw_u.sw_pane > $3 AND sw_u.sw_pane < $5 + %s",
 					 hop, size, columns, panes, columns, size);

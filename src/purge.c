@@ -64,7 +64,7 @@ PG_FUNCTION_INFO_V1(streamwm_stream_purge);
 static Oid	retention_relid = InvalidOid;
 
 /*
- * streamwm._stream_purge(): the sw_purge_start (BEFORE) and sw_purge
+ * streamwm_internal._stream_purge(): the sw_purge_start (BEFORE) and sw_purge
  * (AFTER, with the transition table sw_purged) DELETE statement triggers
  * of every stream table.  See the file header.
  */
@@ -86,7 +86,7 @@ streamwm_stream_purge(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) ||
 		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event))
-		elog(ERROR, "streamwm._stream_purge() must be a DELETE statement trigger");
+		elog(ERROR, "streamwm_internal._stream_purge() must be a DELETE statement trigger");
 	rel = trigdata->tg_relation;
 	relid = RelationGetRelid(rel);
 
@@ -104,7 +104,7 @@ streamwm_stream_purge(PG_FUNCTION_ARGS)
 	}
 
 	if (trigdata->tg_oldtable == NULL)
-		elog(ERROR, "streamwm._stream_purge() must be created REFERENCING OLD TABLE AS sw_purged");
+		elog(ERROR, "streamwm_internal._stream_purge() must be created REFERENCING OLD TABLE AS sw_purged");
 	if (tuplestore_tuple_count(trigdata->tg_oldtable) == 0)
 		return PointerGetDatum(NULL);
 	/* the transition table has the stream's columns: check their types */

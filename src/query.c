@@ -180,7 +180,7 @@ sw_relation_rtes(Query *q)
 }
 
 /*
- * streamwm._query_stream(query text) RETURNS regclass: the one stream a
+ * streamwm_internal._query_stream(query text) RETURNS regclass: the one stream a
  * query reads, found in its analyzed tree (under the caller's search_path)
  * by OID, however it is spelled.
  */
@@ -227,7 +227,7 @@ streamwm_query_stream(PG_FUNCTION_ARGS)
 }
 
 /*
- * streamwm._bind_query(query text) RETURNS text: the query analyzed under
+ * streamwm_internal._bind_query(query text) RETURNS text: the query analyzed under
  * the caller's search_path and deparsed under search_path = pg_catalog,
  * pg_temp, so that every function, operator, type and table in it is
  * schema-qualified where it would not be found in pg_catalog.  This text is
@@ -1022,7 +1022,7 @@ sw_load_managed_query(const char *name)
 }
 
 /*
- * streamwm._window_sql(query name) RETURNS text, for inspection: the
+ * streamwm_internal._window_sql(query name) RETURNS text, for inspection: the
  * statement a step runs for the query.
  */
 Datum
@@ -1074,7 +1074,7 @@ sw_dry_run_statement(const char *name, const char *sql, int nparams, const Oid *
 }
 
 /*
- * streamwm._check_query(name text) RETURNS void: plans the step statement
+ * streamwm_internal._check_query(name text) RETURNS void: plans the step statement
  * of a query as its owner, so that create_query reports what would fail.
  */
 Datum

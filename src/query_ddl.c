@@ -12,7 +12,7 @@
  * reads, at any depth (filled by _register_query).  Two event triggers
  * look after those relations:
  *
- *	 - At ddl_command_start (streamwm._guard_ddl calls sw_query_ddl_start):
+ *	 - At ddl_command_start (streamwm_internal._guard_ddl calls sw_query_ddl_start):
  *	   ALTER TABLE ... DROP COLUMN / ALTER COLUMN ... TYPE of a column a query
  *	   uses, and DROP TABLE / VIEW of a relation a query reads other than its
  *	   stream (drop_stream and the sql_drop trigger deal with that one), or
@@ -26,7 +26,7 @@
  *	   RENAME COLUMN, SET SCHEMA, and ALTER SCHEMA ... RENAME of its schema):
  *	   at ddl_command_start the query's stored text is analyzed while the
  *	   old names still resolve, and the tree is kept; at ddl_command_end
- *	   (streamwm._guard_ddl_end) the tree is deparsed again.  ruleutils
+ *	   (streamwm_internal._guard_ddl_end) the tree is deparsed again.  ruleutils
  *	   finds relations and columns by OID and attribute number and prints
  *	   their current names, so the new text carries the new names (output
  *	   column names stay: they are the result table's).  It replaces
@@ -499,7 +499,7 @@ check_set_schema(AlterObjectSchemaStmt *stmt)
 }
 
 /*
- * Called by streamwm._guard_ddl() (ddl_command_start) for every DDL
+ * Called by streamwm_internal._guard_ddl() (ddl_command_start) for every DDL
  * command, after the stream guards.
  */
 void
@@ -528,7 +528,7 @@ sw_query_ddl_start(Node *parsetree)
 }
 
 /*
- * streamwm._guard_ddl_end(): the ddl_command_end event trigger.  Deparses
+ * streamwm_internal._guard_ddl_end(): the ddl_command_end event trigger.  Deparses
  * again, under the new names, the queries kept at the start of this
  * command, and stores their text as the catalog's owner.
  */
@@ -541,7 +541,7 @@ streamwm_guard_ddl_end(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
-		elog(ERROR, "streamwm._guard_ddl_end() must be called as an event trigger");
+		elog(ERROR, "streamwm_internal._guard_ddl_end() must be called as an event trigger");
 	trigdata = (EventTriggerData *) fcinfo->context;
 	if (pending_lxid != MyProc->lxid || pending == NIL)
 		PG_RETURN_VOID();

@@ -251,7 +251,7 @@ sw_ordered_columns(Oid relid, const char *query)
 }
 
 /*
- * streamwm._query_columns(stream regclass, query text)
+ * streamwm_internal._query_columns(stream regclass, query text)
  *	 RETURNS SETOF (colname text, coltype text, is_key boolean)
  */
 Datum

@@ -354,7 +354,7 @@ sw_session_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz hi,
 }
 
 /*
- * create_session_query's check (streamwm._check_query): plan the step's
+ * create_session_query's check (streamwm_internal._check_query): plan the step's
  * statement as the query's owner, and run it over no rows, so that what
  * would fail fails now.
  */
@@ -372,7 +372,7 @@ sw_session_check(const SwQueryDef *def)
 }
 
 /*
- * streamwm._register_session(name text, gap interval): makes the query
+ * streamwm_internal._register_session(name text, gap interval): makes the query
  * that _create_session_query has just registered in this transaction a
  * session query (sw_catalog_make_session).
  */

@@ -143,7 +143,7 @@ sw_pane_windows(TimestampTz pane, TimestampTz lo, TimestampTz hi, int64 hop_us,
 }
 
 /*
- * streamwm.pane_windows(pane timestamptz, lo timestamptz, hi timestamptz,
+ * streamwm_internal.pane_windows(pane timestamptz, lo timestamptz, hi timestamptz,
  * hop interval, size interval) RETURNS SETOF timestamptz: the starts of
  * the windows that contain the pane starting at pane and start in (lo, hi].
  * The pane plan pairs each pane with the windows a step closes by it.

@@ -8,7 +8,7 @@
  *				  every streamwm.launcher_naptime, it starts a database worker
  *				  for every connectable database it has not probed yet.
  *	 db worker	  one per database, started by the launcher or, at once, by
- *				  CREATE EXTENSION (streamwm._launch()).  It takes a session
+ *				  CREATE EXTENSION (streamwm_internal._launch()).  It takes a session
  *				  lock (take_worker_lock()) so that there is never more than
  *				  one per database, and exits (for good) if the database has
  *				  no streamwm, or when DROP EXTENSION removes it.
@@ -221,7 +221,7 @@ launch_when_committed(void)
 }
 
 /*
- * streamwm._launch() RETURNS boolean: CREATE EXTENSION runs it.  Without the
+ * streamwm_internal._launch() RETURNS boolean: CREATE EXTENSION runs it.  Without the
  * library preloaded, says when the transaction commits that no worker will
  * run.  With it, asks the launcher for this database's worker then (a
  * database worker leaves at once while the database has no stream; the
@@ -529,7 +529,7 @@ schedule_relcache_callback(Datum arg, Oid relid)
 }
 
 /*
- * streamwm._schedule_changed(): statement trigger on streamwm.stream_def
+ * streamwm_internal._schedule_changed(): statement trigger on streamwm.stream_def
  * (INSERT, UPDATE OF granularity, DELETE, TRUNCATE).  Invalidates
  * stream_def's relcache entry when the transaction commits, in every
  * backend of the database, and so tells the worker that its schedule is
@@ -543,7 +543,7 @@ streamwm_schedule_changed(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("streamwm._schedule_changed() must be called as a trigger")));
+				 errmsg("streamwm_internal._schedule_changed() must be called as a trigger")));
 	CacheInvalidateRelcache(trigdata->tg_relation);
 	/* a new stream (create_stream, a restore): the database needs its worker */
 	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))

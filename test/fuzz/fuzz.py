@@ -670,23 +670,23 @@ class Gen:
             self.text_arg(["fz_q1", "fz_q2", "nosuch", "FZ_Q1", "\"fz_q1\""]), self.bool_arg())
 
     def g_query_columns(self):
-        return "_query_columns", "SELECT * FROM streamwm._query_columns(%s, %s)" % (
+        return "_query_columns", "SELECT * FROM streamwm_internal._query_columns(%s, %s)" % (
             self.stream_arg(), self.text_arg(QUERIES))
 
     def g_window_sql(self):
-        return "_window_sql", "SELECT streamwm._window_sql(%s, %s, %s, %s)" % (
+        return "_window_sql", "SELECT streamwm_internal._window_sql(%s, %s, %s, %s)" % (
             self.stream_arg(), self.text_arg(QUERIES), self.interval_arg(), self.interval_arg())
 
     def g_reads_stream(self):
-        return "_reads_stream", "SELECT streamwm._reads_stream(%s, %s)" % (
+        return "_reads_stream", "SELECT streamwm_internal._reads_stream(%s, %s)" % (
             self.text_arg(QUERIES), self.stream_arg())
 
     def g_check_expression(self):
-        return "_check_expression", "SELECT streamwm._check_expression(%s, %s, %s)" % (
+        return "_check_expression", "SELECT streamwm_internal._check_expression(%s, %s, %s)" % (
             self.stream_arg(), self.text_arg(EXPRESSIONS), self.bool_arg())
 
     def g_check_query(self):
-        return "_check_query", "SELECT streamwm._check_query(%s)" % self.text_arg(
+        return "_check_query", "SELECT streamwm_internal._check_query(%s)" % self.text_arg(
             ["fz_q1", "fz_q2", "nosuch", ""])
 
 
@@ -712,6 +712,10 @@ def dump_json(v):
 # ---------------------------------------------------------------------
 # Generic generation from a function's signature
 # ---------------------------------------------------------------------
+
+# the schema of each function (internal helpers live in streamwm_internal)
+SCHEMA_OF = {}
+
 
 def generic_call(gen, fname, argtypes, argnames):
     vals = []
@@ -739,7 +743,8 @@ def generic_call(gen, fname, argtypes, argnames):
             vals.append(gen.r.choice(["'postgres'::regrole", "0::regrole", "NULL"]))
         else:
             vals.append("NULL::" + t)
-    return "SELECT * FROM streamwm.%s(%s)" % (quote_ident(fname), ", ".join(vals))
+    schema = SCHEMA_OF.get(fname, "streamwm")
+    return "SELECT * FROM %s.%s(%s)" % (schema, quote_ident(fname), ", ".join(vals))
 
 
 def quote_ident(s):
@@ -1006,11 +1011,14 @@ def main():
     gen = Gen(rnd, args.big)
     funcs = srv.value("SELECT string_agg(p.proname || '|' || coalesce(array_to_string("
                       "ARRAY(SELECT format_type(t, NULL) FROM unnest(p.proargtypes::oid[]) t), ','), '')"
-                      " || '|' || coalesce(array_to_string(p.proargnames, ','), ''), E'\\n')"
-                      " FROM pg_proc p WHERE p.pronamespace = 'streamwm'::regnamespace")
+                      " || '|' || coalesce(array_to_string(p.proargnames, ','), '')"
+                      " || '|' || p.pronamespace::regnamespace::text, E'\\n')"
+                      " FROM pg_proc p WHERE p.pronamespace IN ('streamwm'::regnamespace,"
+                      " 'streamwm_internal'::regnamespace)")
     signatures = {}
     for line in (funcs or "").splitlines():
-        name, types, names = line.split("|")
+        name, types, names, schema = line.split("|")
+        SCHEMA_OF[name] = schema
         signatures[name] = ([t for t in types.split(",") if t], names.split(",") if names else [])
 
     specific = {
