@@ -2,7 +2,7 @@
  * catalog.c
  *	  Owns access to streamwm's catalog tables (streamwm.stream_def,
  *	  partition_state, query_def, late_event_log, retention_mark; defined in
- *	  sql/streamwm--0.1.sql) and the SPI helpers the other files share.
+ *	  sql/streamwm--0.2.sql) and the SPI helpers the other files share.
  *
  *	  Every statement that reads or writes only the catalog is here, in a
  *	  function named for what it does (sw_catalog_*, and the API's
