@@ -304,7 +304,7 @@ cmp_ok($node->safe_psql('app', "SELECT late_events FROM streamwm.streams WHERE s
 sub recompute_diff
 {
 	my ($query, $stream, $hop, $size, $cols, $aggs) = @_;
-	return $node->safe_psql('app', qq{
+	my $diff = $node->safe_psql('app', qq{
 		WITH acc AS (
 		  SELECT * FROM $stream s
 		   WHERE NOT EXISTS (SELECT 1 FROM streamwm.late_event_log l
@@ -324,6 +324,8 @@ sub recompute_diff
 		       (SELECT count(*) FROM (SELECT * FROM model EXCEPT SELECT * FROM got) x) || ' missing, ' ||
 		       (SELECT count(*) FROM (SELECT * FROM got EXCEPT SELECT * FROM model) x) || ' extra, ' ||
 		       (SELECT count(*) FROM got) || ' rows'});
+	note("$query: $diff");
+	return $diff;
 }
 like(recompute_diff('per_page', 'clicks', '10 seconds', '30 seconds', 'page',
 		'page, count(*) AS n, sum(v) AS s'),
