@@ -23,6 +23,8 @@ if [ "$(id -u)" = 0 ]; then
     cp -r "$here/sql" "$here/expected" "$here/test" "$here/Makefile" "$tmp/"
     rm -rf "$tmp/test/results"
     chown -R postgres "$tmp"
+    # the copy has no history: 008_upgrade.pl builds 0.1 from this repository's
+    export STREAMWM_GIT_DIR=${STREAMWM_GIT_DIR:-$(git -C "$here" rev-parse --path-format=absolute --git-common-dir 2>/dev/null)}
     runuser -u postgres -- env SKIP_SETUP=1 bash "$tmp/test/run_tests.sh" </dev/null
     rc=$?
     rm -rf "$here/test/results"
