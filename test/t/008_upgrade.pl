@@ -110,6 +110,9 @@ $node->safe_psql('app', q{
 	    partition_key => 'uid', retention => '36500 days');
 	-- event time = write time, two partitions chosen by the writer
 	SELECT streamwm.create_stream('wt', 'k int, v int', partitions => 2, retention => '36500 days');
+	-- short retention, no query: 0.1's retention removes rows
+	SELECT streamwm.create_stream('short', 'v int, ts timestamptz', event_time => 'ts',
+	    retention => '1 minute');
 	-- a pane-plan query (count, sum), sliding
 	SELECT streamwm.create_query('per_page', 'SELECT page, count(*) AS n, sum(v) AS s FROM clicks GROUP BY page',
 	    hop => '10 seconds', size => '30 seconds', start_from => 'earliest');
@@ -158,7 +161,20 @@ sub feed_wt
 # retention after; the streams keep a century, so nothing expires here.)
 my $now = "'2030-01-01 00:00:00+00'";
 
+# feed_short(from second, to second): one row a second into 'short'
+sub feed_short
+{
+	my ($from, $to) = @_;
+	$node->safe_psql('app', qq{
+		SET ROLE alice;
+		INSERT INTO short (v, ts) SELECT i, '2024-01-01 00:00:00+00'::timestamptz + make_interval(secs => i)
+		  FROM generate_series($from, $to) i;
+		INSERT INTO inputs VALUES ('short', $to - $from + 1);
+	});
+}
+
 feed_clicks(0, 200, 8);
+feed_short(0, 299);
 feed_wt(10);
 feed_wt(70);
 $node->safe_psql('app', "SELECT streamwm.process(now => $now)");
@@ -174,6 +190,7 @@ feed_wt(130);
 $node->safe_psql('app', "SELECT streamwm.process(now => $now)");
 # rows 0.1 never reads: the update must leave them to be read once
 feed_clicks(350, 120, 6);
+feed_short(300, 359);
 feed_wt(250);
 
 my $before = $node->safe_psql('app', q{
@@ -184,6 +201,8 @@ my $emitted = $node->safe_psql('app',
 cmp_ok($emitted, '>', 0, "0.1 closed windows ($emitted)");
 my $pending01 = $node->safe_psql('app', 'SELECT sum(unprocessed_events) FROM streamwm.streams');
 cmp_ok($pending01, '>', 0, "rows 0.1 has not read yet ($pending01)");
+my $expired01 = $node->safe_psql('app', "SELECT expired_rows FROM streamwm.streams WHERE stream = 'short'::regclass");
+cmp_ok($expired01, '>', 0, "0.1's retention removed rows ($expired01)");
 my $late01 = $node->safe_psql('app', "SELECT late_events FROM streamwm.streams WHERE stream = 'clicks'::regclass");
 cmp_ok($late01, '>=', 2, "late events under 0.1 ($late01)");
 
@@ -273,6 +292,7 @@ $node->safe_psql('app', "SELECT streamwm.process(now => $now)");
 feed_clicks(620, 100, 3);
 feed_wt(400);
 feed_wt(520);
+feed_short(360, 599);
 $node->safe_psql('app', "SELECT streamwm.process(now => $now)");
 ok($node->poll_query_until('app', q{
 	SELECT sum(unprocessed_events) = 0 FROM streamwm.streams}), 'everything read');
@@ -285,7 +305,7 @@ is($node->safe_psql('app', q{
 	                         s.late_events = (SELECT count(*) FROM streamwm.late_event_log l
 	                                           WHERE l.stream = s.stream)), ', ' ORDER BY s.stream::text)
 	  FROM streamwm.streams s}),
-	'clicks events=t late=t, wt events=t late=t',
+	'clicks events=t late=t, short events=t late=t, wt events=t late=t',
 	'events and late events add up to the rows ingested');
 is($node->safe_psql('app', q{
 	SELECT (SELECT count(*) FROM clicks) = (SELECT sum(n) FROM inputs WHERE stream = 'clicks')
@@ -296,6 +316,20 @@ is($node->safe_psql('app', q{
 	    ON c.sw_partition = l.partition AND c.sw_offset = l.sw_offset
 	 WHERE l.stream = 'clicks'::regclass AND c.sw_event_time >= l.watermark}),
 	'0', 'only rows below W were late');
+# retention goes on where 0.1's stopped: rows removed plus rows kept are the
+# rows ingested, and no accepted row older than W - retention is left
+is($node->safe_psql('app', q{
+	SELECT format('%s %s', d.expired_rows + (SELECT count(*) FROM short)
+	                       = (SELECT sum(n) FROM inputs WHERE stream = 'short'),
+	              (SELECT count(*) FROM short s
+	                WHERE s.sw_event_time < d.watermark - d.retention
+	                  AND NOT EXISTS (SELECT 1 FROM streamwm.late_event_log l
+	                                   WHERE l.stream = d.stream AND l.partition = s.sw_partition
+	                                     AND l.sw_offset = s.sw_offset)))
+	  FROM streamwm.stream_def d WHERE d.stream = 'short'::regclass}),
+	't 0', 'retention after the update: removed + kept = ingested, nothing older than W - retention');
+cmp_ok($node->safe_psql('app', "SELECT expired_rows FROM streamwm.streams WHERE stream = 'short'::regclass"),
+	'>', $expired01, 'and it removed rows read before and after the update');
 cmp_ok($node->safe_psql('app', "SELECT late_events FROM streamwm.streams WHERE stream = 'clicks'::regclass"),
 	'>', $late01, 'late rows after the update were logged too');
 
