@@ -27,10 +27,18 @@ OBJS = \
 	src/query_ddl.o \
 	src/alter.o \
 	src/session.o \
-	src/count.o
+	src/count.o \
+	src/version.o \
+	src/upgrade.o
 
 EXTENSION = streamwm
-DATA = sql/streamwm--0.1.sql
+# the install script of the current version, the first release's and every
+# update script (each later change of the SQL API adds one: see DESIGN.md)
+DATA = sql/streamwm--0.2.sql sql/streamwm--0.1.sql sql/streamwm--0.1--0.2.sql
+# the version the C code is written for (version.c compares it with the
+# database's extension version)
+EXTVERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(dir $(lastword $(MAKEFILE_LIST)))streamwm.control)
+PG_CPPFLAGS = -DSW_LIBRARY_VERSION='"$(EXTVERSION)"'
 PGFILEDESC = "streamwm - event-time stream processing"
 
 REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl panes engine extension_aggs aggstate_attack commit_order heartbeat controls chain lateness alter_query recompute origin ordered processing_time session count descriptions
@@ -48,3 +56,6 @@ PG_CFLAGS = -Wall -Wmissing-prototypes -Wpointer-arith -Werror=vla -Wendif-label
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# every object reads SW_LIBRARY_VERSION through version.h
+$(OBJS): streamwm.control src/version.h

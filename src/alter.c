@@ -74,6 +74,7 @@
 #include "commit_order.h"
 #include "query.h"
 #include "result.h"
+#include "version.h"
 #include "window.h"
 
 PG_FUNCTION_INFO_V1(streamwm_alter_query);
@@ -352,6 +353,8 @@ streamwm_alter_query(PG_FUNCTION_ARGS)
 	Datum		reads;
 	int			nestlevel;
 
+	sw_require_extension_version();
+
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2) ||
 		VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(1)) == 0)
 		ereport(ERROR,
@@ -460,6 +463,8 @@ streamwm_recompute(PG_FUNCTION_ARGS)
 	int64		rows;
 	Oid			types[2] = {TIMESTAMPTZOID, TIMESTAMPTZOID};
 	Datum		values[2];
+
+	sw_require_extension_version();
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,

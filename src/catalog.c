@@ -2,7 +2,7 @@
  * catalog.c
  *	  Owns access to streamwm's catalog tables (streamwm.stream_def,
  *	  partition_state, query_def, late_event_log, retention_mark; defined in
- *	  sql/streamwm--0.1.sql) and the SPI helpers the other files share.
+ *	  sql/streamwm--0.2.sql) and the SPI helpers the other files share.
  *
  *	  Every statement that reads or writes only the catalog is here, in a
  *	  function named for what it does (sw_catalog_*, and the API's
@@ -46,6 +46,7 @@
 
 #include "catalog.h"
 #include "query.h"
+#include "version.h"
 #include "watermark.h"
 #include "window.h"
 
@@ -463,6 +464,8 @@ streamwm_register_stream(PG_FUNCTION_ARGS)
 	Datum		values[10];
 	char		nulls[10];
 
+	sw_require_extension_version();
+
 	for (int i = 0; i < 9; i++)
 	{
 		bool		may_be_null = (i == 3 || i == 4 || i == 8);
@@ -547,6 +550,8 @@ streamwm_set_allowed_lateness(PG_FUNCTION_ARGS)
 	SwRoleContext cx;
 	Oid			types[2] = {OIDOID, INTERVALOID};
 	Datum		values[2];
+
+	sw_require_extension_version();
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -641,6 +646,8 @@ streamwm_unregister_stream(PG_FUNCTION_ARGS)
 	SwRoleContext cx;
 	List	   *queries;
 
+	sw_require_extension_version();
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	(void) sw_check_stream_manager(relid, true);
@@ -719,6 +726,8 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 	SwRoleContext cx;
 	char	   *relname;
 	bool		chain;
+
+	sw_require_extension_version();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -880,6 +889,8 @@ streamwm_set_result_retention(PG_FUNCTION_ARGS)
 	Datum		values[2];
 	Interval   *rr;
 
+	sw_require_extension_version();
+
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		PG_RETURN_NULL();
 	if (PG_ARGISNULL(2))
@@ -912,6 +923,7 @@ streamwm_set_result_retention(PG_FUNCTION_ARGS)
 Datum
 streamwm_pause_query(PG_FUNCTION_ARGS)
 {
+	sw_require_extension_version();
 	set_query_paused(text_to_cstring(PG_GETARG_TEXT_PP(0)), true);
 	PG_RETURN_VOID();
 }
@@ -919,6 +931,7 @@ streamwm_pause_query(PG_FUNCTION_ARGS)
 Datum
 streamwm_resume_query(PG_FUNCTION_ARGS)
 {
+	sw_require_extension_version();
 	set_query_paused(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	PG_RETURN_VOID();
 }
@@ -938,6 +951,8 @@ streamwm_unregister_query(PG_FUNCTION_ARGS)
 	SwRoleContext cx;
 	Oid			owner;
 	Oid			result;
+
+	sw_require_extension_version();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -967,6 +982,8 @@ streamwm_check_create_table(PG_FUNCTION_ARGS)
 	List	   *raw = NIL;
 	CreateStmt *cs;
 	ListCell   *lc;
+
+	sw_require_extension_version();
 
 	PG_TRY();
 	{

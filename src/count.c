@@ -68,6 +68,7 @@
 #include "query.h"
 #include "result.h"
 #include "step_cache.h"
+#include "version.h"
 
 PG_FUNCTION_INFO_V1(streamwm_set_count_windows);
 PG_FUNCTION_INFO_V1(streamwm_check_count_query);
@@ -509,6 +510,8 @@ streamwm_set_count_windows(PG_FUNCTION_ARGS)
 	SwQueryDef *def;
 	int			nestlevel;
 
+	sw_require_extension_version();
+
 	if (size <= 0 || slide <= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -546,6 +549,8 @@ streamwm_check_count_query(PG_FUNCTION_ARGS)
 	SwRoleContext cx;
 	Datum		values[5];
 	MemoryContext cxt = CurrentMemoryContext;
+
+	sw_require_extension_version();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

@@ -55,6 +55,7 @@
 #include "guard.h"
 #include "purge.h"
 #include "query_ddl.h"
+#include "version.h"
 
 PG_FUNCTION_INFO_V1(streamwm_guard_ddl);
 PG_FUNCTION_INFO_V1(streamwm_stream_no_update);
@@ -410,6 +411,10 @@ streamwm_guard_ddl(PG_FUNCTION_ARGS)
 	EventTriggerData *trigdata;
 	Node	   *parsetree;
 
+	/* another version's catalog: leave DDL alone (version.c) */
+	if (!sw_extension_version_matches(NULL))
+		PG_RETURN_VOID();
+
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
 		elog(ERROR, "streamwm_internal._guard_ddl() must be called as an event trigger");
 	trigdata = (EventTriggerData *) fcinfo->context;
@@ -492,6 +497,8 @@ streamwm_stream_no_update(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 
+	sw_require_extension_version();
+
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "streamwm_internal._stream_no_update() must be called as a trigger");
 	/* commit_order.c moving this transaction's own rows to new offsets */
@@ -545,6 +552,8 @@ streamwm_stream_truncate(PG_FUNCTION_ARGS)
 	List	   *seqs;
 	Oid			seqoid;
 	ListCell   *lc;
+
+	sw_require_extension_version();
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))

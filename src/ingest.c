@@ -82,6 +82,7 @@
 #include "commit_order.h"
 #include "guard.h"
 #include "ingest.h"
+#include "version.h"
 
 PG_FUNCTION_INFO_V1(streamwm_stream_insert);
 PG_FUNCTION_INFO_V1(streamwm_ingest_when);
@@ -274,6 +275,8 @@ streamwm_ingest_when(PG_FUNCTION_ARGS)
 	char	   *event_time = NULL;
 	char	   *partition_key = NULL;
 	StringInfoData buf;
+
+	sw_require_extension_version();
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -475,6 +478,8 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 	TimestampTz write_time;
 	bool		assigned;
 	int64		offset;
+
+	sw_require_extension_version();
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
@@ -1115,6 +1120,8 @@ streamwm_ingest(PG_FUNCTION_ARGS)
 	ErrorContextCallback errcb;
 	Jsonb	   *rows;
 
+	sw_require_extension_version();
+
 	ingest_begin(&call, fcinfo, "row");
 	if (PG_ARGISNULL(1))
 		PG_RETURN_INT64(ingest_end(&call));
@@ -1169,6 +1176,8 @@ streamwm_ingest_lines(PG_FUNCTION_ARGS)
 	char	   *input;
 	char	   *line;
 	int			lineno = 0;
+
+	sw_require_extension_version();
 
 	ingest_begin(&call, fcinfo, "line");
 	if (PG_ARGISNULL(1))

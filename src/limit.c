@@ -51,6 +51,7 @@
 #include "catalog.h"
 #include "limit.h"
 #include "query.h"
+#include "version.h"
 #include "window.h"
 
 PG_FUNCTION_INFO_V1(streamwm_earliest_closed_until);
@@ -326,6 +327,8 @@ streamwm_earliest_closed_until(PG_FUNCTION_ARGS)
 	TimestampTz origin = PG_GETARG_TIMESTAMPTZ(3);
 	TimestampTz retained_from;
 	TimestampTz first;
+
+	sw_require_extension_version();
 
 	if (hop_us <= 0 || size_us <= 0)
 		ereport(ERROR,

@@ -26,6 +26,7 @@
 
 #include "catalog.h"
 #include "commit_order.h"
+#include "version.h"
 
 PG_FUNCTION_INFO_V1(streamwm_partition_stats);
 PG_FUNCTION_INFO_V1(streamwm_query_pending);
@@ -81,6 +82,8 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 	SwPartitionHold *holds;
 	Datum	   *values;
 	bool	   *nulls;
+
+	sw_require_extension_version();
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -174,6 +177,8 @@ streamwm_query_pending(PG_FUNCTION_ARGS)
 	bool		nulls[3] = {true, true, true};
 	Oid			owner;
 	int			np;
+
+	sw_require_extension_version();
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");

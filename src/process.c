@@ -83,6 +83,7 @@
 #include "purge.h"
 #include "query.h"
 #include "session.h"
+#include "version.h"
 #include "watermark.h"
 #include "window.h"
 
@@ -1278,6 +1279,8 @@ streamwm_process(PG_FUNCTION_ARGS)
 	TimestampTz now = PG_ARGISNULL(1) ? DT_NOBEGIN : PG_GETARG_TIMESTAMPTZ(1);
 	List	   *streams = NIL;
 	ListCell   *lc;
+
+	sw_require_extension_version();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

@@ -57,6 +57,7 @@
 #include "guard.h"
 #include "limit.h"
 #include "purge.h"
+#include "version.h"
 
 PG_FUNCTION_INFO_V1(streamwm_stream_purge);
 
@@ -82,6 +83,8 @@ streamwm_stream_purge(PG_FUNCTION_ARGS)
 	bool		newest_null;
 	int64		unread;
 	TimestampTz newest;
+
+	sw_require_extension_version();
 
 	if (!CALLED_AS_TRIGGER(fcinfo) ||
 		!TRIGGER_FIRED_BY_DELETE(trigdata->tg_event) ||

@@ -58,6 +58,7 @@
 #include "result.h"
 #include "session.h"
 #include "step_cache.h"
+#include "version.h"
 #include "window.h"
 
 PG_FUNCTION_INFO_V1(streamwm_query_stream);
@@ -194,6 +195,8 @@ streamwm_query_stream(PG_FUNCTION_ARGS)
 	Oid			stream = InvalidOid;
 	ListCell   *lc;
 
+	sw_require_extension_version();
+
 	parse_select(query, &pq);
 	q = analyze_query(copyObject(pq.raw), query);
 	relids = sw_query_relids(q);
@@ -241,6 +244,8 @@ streamwm_bind_query(PG_FUNCTION_ARGS)
 	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	ParsedQuery pq;
 	Query	   *q;
+
+	sw_require_extension_version();
 
 	parse_select(query, &pq);
 	q = analyze_query(copyObject(pq.raw), query);
@@ -1033,6 +1038,8 @@ streamwm_window_sql(PG_FUNCTION_ARGS)
 	SwRoleContext cx;
 	char	   *sql;
 
+	sw_require_extension_version();
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	def = sw_load_managed_query(name);
@@ -1086,6 +1093,8 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	char	   *sql;
 	Datum		values[6];
 	MemoryContext cxt = CurrentMemoryContext;
+
+	sw_require_extension_version();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

@@ -67,6 +67,7 @@
 #include "catalog.h"
 #include "query.h"
 #include "query_ddl.h"
+#include "version.h"
 
 PG_FUNCTION_INFO_V1(streamwm_guard_ddl_end);
 
@@ -539,6 +540,10 @@ streamwm_guard_ddl_end(PG_FUNCTION_ARGS)
 	SubTransactionId subxid = GetCurrentSubTransactionId();
 	List	   *mine = NIL;
 	ListCell   *lc;
+
+	/* another version's catalog: leave DDL alone (version.c) */
+	if (!sw_extension_version_matches(NULL))
+		PG_RETURN_VOID();
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
 		elog(ERROR, "streamwm_internal._guard_ddl_end() must be called as an event trigger");

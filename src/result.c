@@ -26,6 +26,7 @@
 #include "catalog.h"
 #include "query.h"
 #include "result.h"
+#include "version.h"
 
 PG_FUNCTION_INFO_V1(streamwm_query_columns);
 
@@ -260,6 +261,8 @@ streamwm_query_columns(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	List	   *cols;
 	ListCell   *lc;
+
+	sw_require_extension_version();
 
 	cols = PG_NARGS() > 2 && PG_GETARG_BOOL(2) ?
 		sw_ordered_columns(PG_GETARG_OID(0), text_to_cstring(PG_GETARG_TEXT_PP(1))) :

@@ -66,6 +66,7 @@
 #include "result.h"
 #include "session.h"
 #include "step_cache.h"
+#include "version.h"
 #include "window.h"
 
 PG_FUNCTION_INFO_V1(streamwm_register_session);
@@ -381,6 +382,8 @@ streamwm_register_session(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	int64		gap_us = sw_interval_usec(PG_GETARG_INTERVAL_P(1));
+
+	sw_require_extension_version();
 
 	if (gap_us <= 0)
 		ereport(ERROR,

@@ -41,6 +41,13 @@
  * SW_EXTENSION_CHECK_MS that the extension is still there.  A worker with
  * nothing to do thus reads no catalog table.
  *
+ * Versions: after a package upgrade the new library runs while a database
+ * still has the old extension version, until ALTER EXTENSION streamwm UPDATE
+ * there.  Its worker then processes nothing: it says so once in the log
+ * (with a hint to update), keeps no schedule, and looks again every
+ * SW_VERSION_CHECK_MS; it resumes when the update has committed
+ * (wait_for_update(), version.c).
+ *
  * Crashes: a worker that exits with an error is restarted by the postmaster
  * after streamwm.worker_restart_seconds; a SIGKILL makes the postmaster
  * reinitialise, after which the launcher starts everything again.
@@ -83,6 +90,7 @@
 
 #include "catalog.h"
 #include "process.h"
+#include "version.h"
 #include "worker.h"
 #include "worker_coord.h"
 
@@ -111,6 +119,8 @@ int			sw_max_workers = 8;
 #define SW_MAX_BACKOFF_MS 60000L
 /* how often a worker whose schedule is fresh checks that streamwm is there */
 #define SW_EXTENSION_CHECK_MS 10000L
+/* how often a worker waiting for ALTER EXTENSION streamwm UPDATE looks again */
+#define SW_VERSION_CHECK_MS 1000L
 
 static bool
 library_preloaded(void)
@@ -520,6 +530,14 @@ static bool schedule_stale = true;
 static bool schedule_read_once = false;
 static Oid	schedule_relid = InvalidOid;
 
+/*
+ * The extension here is not this library's version (a package upgrade
+ * restarted the server with the new library, ALTER EXTENSION streamwm UPDATE
+ * has not run yet): the worker processes nothing, and looks again every
+ * SW_VERSION_CHECK_MS.  Said once in the log per worker and episode.
+ */
+static bool version_waiting = false;
+
 static void
 schedule_relcache_callback(Datum arg, Oid relid)
 {
@@ -592,6 +610,42 @@ extension_installed(void)
 }
 
 /*
+ * In refresh_schedule()'s transaction: is the extension in this database of
+ * another version than this library (version.c)?  Then forget the
+ * schedule, whose catalog may have another shape, say so once, and wait.
+ */
+static bool
+wait_for_update(HTAB *schedule)
+{
+	char	   *installed;
+	HASH_SEQ_STATUS status;
+	StreamSchedule *entry;
+
+	if (sw_extension_version_matches(&installed))
+	{
+		if (version_waiting)
+			ereport(LOG,
+					(errmsg("streamwm: the extension in database \"%s\" is now %s; processing resumes",
+							get_database_name(MyDatabaseId), SW_LIBRARY_VERSION)));
+		version_waiting = false;
+		return false;
+	}
+	if (!version_waiting)
+		ereport(LOG,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("streamwm library %s is installed but the extension in database \"%s\" is %s",
+						SW_LIBRARY_VERSION, get_database_name(MyDatabaseId), installed),
+				 errdetail("The streams of this database are not processed until the extension is updated."),
+				 errhint("Run ALTER EXTENSION streamwm UPDATE in database \"%s\".",
+						 get_database_name(MyDatabaseId))));
+	version_waiting = true;
+	hash_seq_init(&status, schedule);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		(void) hash_search(schedule, &entry->stream, HASH_REMOVE, NULL);
+	return true;
+}
+
+/*
  * Read the schedule again from streamwm.stream_def: the streams and their
  * granularity; a new stream is due at once, the others keep their next
  * tick.  Returns false when the extension is gone from this database.
@@ -614,7 +668,7 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 	 */
 	schedule_stale = false;
 	present = OidIsValid(get_extension_oid("streamwm", true));
-	if (present)
+	if (present && !wait_for_update(schedule))
 	{
 		Oid			nsp = get_namespace_oid("streamwm", true);
 
@@ -857,7 +911,8 @@ streamwm_worker_main(Datum arg)
 			wake = now + SW_MAX_SLEEP_MS * 1000;
 		else
 		{
-			if (schedule_stale)
+			if (schedule_stale ||
+				(version_waiting && now >= extension_checked + SW_VERSION_CHECK_MS * 1000))
 			{
 				present = refresh_schedule(schedule, now);
 				extension_checked = now;
@@ -984,6 +1039,8 @@ streamwm_worker_main(Datum arg)
 			}
 			if (schedule_stale)
 				wake = GetCurrentTimestamp();
+			else if (version_waiting && extension_checked + SW_VERSION_CHECK_MS * 1000 < wake)
+				wake = extension_checked + SW_VERSION_CHECK_MS * 1000;
 		}
 
 		sleep_ms = (long) ((wake - GetCurrentTimestamp()) / 1000);

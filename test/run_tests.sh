@@ -12,8 +12,8 @@
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}
-# the upgrade test builds release 0.1 from the history
-export STREAMWM_GIT_DIR=${STREAMWM_GIT_DIR:-$here/.git}
+# the upgrade test (008_upgrade.pl) builds release 0.1 from this repository's history
+export STREAMWM_GIT_DIR=${STREAMWM_GIT_DIR:-$(git -C "$here" rev-parse --path-format=absolute --git-common-dir 2>/dev/null)}
 
 if [ -z "${SKIP_SETUP:-}" ]; then
     if ! bash "$here/test/setup.sh"; then

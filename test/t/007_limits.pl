@@ -32,12 +32,6 @@ max_worker_processes = 16
 $node->start;
 
 $node->safe_psql('postgres', 'CREATE EXTENSION streamwm');
-ok($node->poll_query_until('postgres',
-	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm worker'"),
-	'the worker runs');
-my $worker_pid = $node->safe_psql('postgres',
-	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'streamwm worker'");
-
 # --- streamwm.query_timeout: a sleeping query does not stall another stream --
 $node->safe_psql('postgres', q{
 	CREATE FUNCTION slow(x int) RETURNS int LANGUAGE plpgsql AS
@@ -53,6 +47,11 @@ $node->safe_psql('postgres', q{
 	SELECT streamwm.ingest('slow_s', '{"v": 1}', write_time => to_timestamp(1));
 	SELECT streamwm.ingest('slow_s', '{"v": 1}', write_time => to_timestamp(5));
 });
+ok($node->poll_query_until('postgres',
+	"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'streamwm worker'"),
+	'the worker runs (the database has streams)');
+my $worker_pid = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE backend_type = 'streamwm worker'");
 ok($node->poll_query_until('postgres', q{
 	SELECT last_error = 'query "slow_q" exceeded streamwm.query_timeout (500ms)'
 	  FROM streamwm.queries WHERE query = 'slow_q'}),
