@@ -934,9 +934,10 @@ streamwm_worker_main(Datum arg)
 			 * No stream: leave, so that a database with the extension and
 			 * nothing to process holds no background worker slot.  The
 			 * transaction that creates its first stream asks the launcher
-			 * for a worker when it commits (schedule_changed).
+			 * for a worker when it commits (schedule_changed).  A worker
+			 * waiting for ALTER EXTENSION ... UPDATE stays: it resumes then.
 			 */
-			if (hash_get_num_entries(schedule) == 0)
+			if (hash_get_num_entries(schedule) == 0 && !version_waiting)
 			{
 				ereport(DEBUG1,
 						(errmsg("streamwm worker for database %u stops: no stream to process",

@@ -58,12 +58,17 @@ cluster_stop "$dir"
 [ -d tmp_check ] && cp -r tmp_check test/results/tap
 
 log=test/results/installcheck.log
-# pg_regress and pg_isolation_regress: "test NAME ... ok|FAILED"; prove: "test/t/NAME.pl .. ok"
-passed=$(grep -cE '^test [^ ]+ +\.\.\. ok|^test/t/[^ ]+\.pl \.+ ok' "$log")
-failed=$(grep -cE '\.\.\. (FAILED|failed)|^test/t/[^ ]+\.pl \.+ (Dubious|Failed|No subtests)' "$log")
+# pg_regress and pg_isolation_regress: "test NAME ... ok|FAILED"
+r_passed=$(grep -cE '^test [^ ]+ +\.\.\. ok' "$log")
+r_failed=$(grep -cE '^test [^ ]+ +\.\.\. (FAILED|failed)' "$log")
+# prove: "test/t/NAME.pl .... " starts each file; its summary lists the failed ones
+t_files=$(grep -oE '^test/t/[^ ]+\.pl \.+' "$log" | awk '{print $1}' | sort -u | wc -l)
+t_failed=$(grep -cE '^test/t/[^ ]+\.pl +\(Wstat' "$log")
 skipped=$(grep -cE '^test/t/[^ ]+\.pl \.+ skipped' "$log")
-failures=$(grep -E '\.\.\. (FAILED|failed)|^test/t/[^ ]+\.pl \.+ (Dubious|Failed|No subtests)' "$log" |
-           sed -E 's/^test +//; s/ .*//' | tr '\n' ' ')
+passed=$((r_passed + t_files - t_failed - skipped))
+failed=$((r_failed + t_failed))
+failures=$( { grep -E '^test [^ ]+ +\.\.\. (FAILED|failed)' "$log" | awk '{print $2}';
+              grep -E '^test/t/[^ ]+\.pl +\(Wstat' "$log" | awk '{print $1}'; } | tr '\n' ' ')
 stages=$(grep -cE '^make: .*Error [0-9]+ \(ignored\)' "$log")
 if [ "$stages" -gt 0 ] && [ "$failed" = 0 ]; then
     failed=$stages; failures="a stage of make installcheck (see test/results/installcheck.log)"
