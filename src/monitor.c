@@ -20,6 +20,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
@@ -44,6 +45,18 @@ visible_stream(Oid relid, Oid *owner, int *npartitions)
 	if (sw_stream_forces_rls(relid))
 		return false;
 	return sw_may_see_stream(relid, *owner);
+}
+
+/*
+ * May the stream's recorded owner still read it?  Not after a restore with
+ * --no-owner, or ALTER TABLE ... OWNER TO another role, until the table is
+ * given back: the figures read from the stream are then NULL, so that one
+ * such stream does not make the views fail for every stream.
+ */
+static bool
+owner_reads(Oid relid, Oid owner)
+{
+	return pg_class_aclcheck(relid, owner, ACL_SELECT) == ACLCHECK_OK;
 }
 
 /* Check that column col of the last SPI result has the type we read it as. */
@@ -126,6 +139,18 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 	sw_leave_role(&cx);
 
 	/* the stream itself, as its owner */
+	if (!owner_reads(relid, owner))
+	{
+		for (int p = 0; p < np; p++)
+		{
+			values[p * 7] = Int32GetDatum(p);
+			nulls[p * 7 + 1] = nulls[p * 7 + 3] = true;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
+								 &values[p * 7], &nulls[p * 7]);
+		}
+		SPI_finish();
+		return (Datum) 0;
+	}
 	relname = sw_relation_name(relid);
 	head_sql = psprintf("SELECT t.sw_offset FROM ONLY %s t"
 						" WHERE t.sw_partition = $1 ORDER BY t.sw_offset DESC LIMIT 1",
@@ -184,7 +209,7 @@ streamwm_query_pending(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (visible_stream(relid, &owner, &np))
+	if (visible_stream(relid, &owner, &np) && owner_reads(relid, owner))
 	{
 		SwRoleContext cx;
 		Oid			types[1] = {TIMESTAMPTZOID};
