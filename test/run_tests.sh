@@ -25,7 +25,7 @@ fi
 
 if [ "$(id -u)" = 0 ]; then
     tmp=$(mktemp -d /tmp/streamwm-tests.XXXXXX)
-    cp -r "$here/sql" "$here/expected" "$here/test" "$here/Makefile" "$tmp/"
+    cp -r "$here/sql" "$here/expected" "$here/test" "$here/Makefile" "$here/META.json" "$here/streamwm.control" "$here/doc" "$tmp/"
     rm -rf "$tmp/test/results"
     chown -R postgres "$tmp"
     runuser -u postgres -- env SKIP_SETUP=1 PG_BIN="$PG_BIN" STREAMWM_GIT_DIR="$STREAMWM_GIT_DIR" \
