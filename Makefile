@@ -8,6 +8,7 @@ MODULE_big = streamwm
 OBJS = \
 	src/streamwm.o \
 	src/catalog.o \
+	src/citus.o \
 	src/ingest.o \
 	src/commit_order.o \
 	src/window.o \

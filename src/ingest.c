@@ -79,6 +79,7 @@
 #include "utils/typcache.h"
 
 #include "catalog.h"
+#include "citus.h"
 #include "commit_order.h"
 #include "guard.h"
 #include "ingest.h"
@@ -376,6 +377,14 @@ ingest_state(Relation rel, Trigger *trigger)
 		elog(ERROR, "SPI_connect failed");
 	is_stream = sw_lookup_stream(relid, false, NULL, NULL);
 	SPI_finish();
+	if (!is_stream && OidIsValid(sw_citus_shard_owner(relid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("\"%s\" is a shard of Citus table %s: streamwm cannot ingest into a distributed stream",
+						RelationGetRelationName(rel), sw_relation_name(sw_citus_shard_owner(relid))),
+				 errdetail("A stream's partition and offset are assigned on the node that holds the stream; "
+						   "Citus routed this row to a shard first."),
+				 errhint("Drop the stream with streamwm.drop_stream() on the coordinator and create it again as a local stream; distributed streams are not supported yet.")));
 	if (!is_stream)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

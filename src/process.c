@@ -76,6 +76,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "citus.h"
 #include "commit_order.h"
 #include "guard.h"
 #include "limit.h"
@@ -1188,6 +1189,9 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 						sw_relation_name(relid)),
 				 errdetail("Rows arrive when the transaction that wrote them commits."),
 				 errhint("Commit first, then call streamwm.process().")));
+
+	/* a stream Citus took over cannot be read here (citus.c) */
+	sw_citus_refuse_stream(relid);
 
 	/* streamwm's own statements run as the catalog's owner, user SQL as its owner */
 	sw_enter_catalog(&ccx);

@@ -51,6 +51,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "citus.h"
 #include "count.h"
 #include "limit.h"
 #include "pane.h"
@@ -226,6 +227,9 @@ streamwm_query_stream(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("query does not read a stream"),
 				 errhint("The FROM clause must name a table created with streamwm.create_stream().")));
+	/* on Citus: a local stream, and no distributed table (citus.c) */
+	foreach(lc, relids)
+		sw_citus_refuse_query_relation(lfirst_oid(lc), stream);
 	PG_RETURN_OID(stream);
 }
 

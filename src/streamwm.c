@@ -14,6 +14,7 @@
 #include "utils/guc.h"
 
 #include "catalog.h"
+#include "citus.h"
 #include "commit_order.h"
 #include "limit.h"
 #include "worker.h"
@@ -34,6 +35,7 @@ _PG_init(void)
 		return;
 
 	sw_commit_order_init();
+	sw_citus_init();
 
 	DefineCustomIntVariable("streamwm.batch_size",
 							"Rows read from a stream per batch of a processing step.",

@@ -1,0 +1,18 @@
+/*-------------------------------------------------------------------------
+ * citus.h
+ *	  Citus awareness: which tables Citus manages, and the refusals of what
+ *	  streamwm does not support on them (DESIGN.md, "Citus").
+ *-------------------------------------------------------------------------
+ */
+#ifndef STREAMWM_CITUS_H
+#define STREAMWM_CITUS_H
+
+extern void sw_citus_init(void);
+extern const char *sw_citus_table_kind(Oid relid);
+extern Oid	sw_citus_shard_owner(Oid relid);
+extern void sw_citus_refuse_stream(Oid stream);
+extern void sw_citus_refuse_query_relation(Oid relid, Oid stream);
+extern void sw_citus_refuse_result_table(Oid result);
+extern void sw_citus_check_copy(Oid relid);
+
+#endif							/* STREAMWM_CITUS_H */
