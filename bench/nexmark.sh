@@ -394,6 +394,6 @@ fi
 echo
 echo "## 3. End to end with the background worker; 4. memory and disk"
 echo
-echo "Not yet: issue 9's parts 3 (sustained ingest from 2 clients at stepped offered rates while the worker processes; lag and window-end-to-result latency, median and p99) and 4 (the worker's peak RSS, stream and pane-state size) are not in this script yet."
+echo "Not in this script: issue 9's parts 3 (sustained ingest from 2 clients at stepped offered rates while the worker processes; lag and window-end-to-result latency, median and p99) and 4 (the worker's peak RSS, stream and pane-state size) need a server that preloads streamwm: \`bash bench/e2e.sh\` runs them and writes bench/results-e2e.md and bench/e2e.png."
 } >"$out/results.md"
 cat "$out/results.md"
