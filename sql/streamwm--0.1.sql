@@ -1662,7 +1662,7 @@ COMMENT ON FUNCTION streamwm.window_start(timestamptz, interval) IS
 COMMENT ON FUNCTION streamwm.window_start(timestamptz, interval, timestamptz) IS
     'start of the window of width hop aligned at origin that contains ts, as date_bin(hop, ts, origin)';
 COMMENT ON FUNCTION streamwm_internal.pane_windows(timestamptz, timestamptz, timestamptz, interval, interval) IS
-    'starts of the windows of width size every hop that contain the pane starting at pane and start in (lo, hi]';
+    'internal: starts of the windows of width size every hop that contain the pane starting at pane and start in (lo, hi]';
 
 -- internal functions and aggregates
 COMMENT ON FUNCTION streamwm_internal._alter_query(text, text, text) IS
