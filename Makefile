@@ -7,6 +7,7 @@
 MODULE_big = streamwm
 OBJS = \
 	src/streamwm.o \
+	src/api.o \
 	src/catalog.o \
 	src/citus.o \
 	src/ingest.o \

@@ -139,3 +139,31 @@ SELECT streamwm.ingest_lines('bulk', (SELECT string_agg(jsonb_build_object('id',
         CASE WHEN i = 1234 THEN NULL ELSE to_timestamp(i) END)::text, E'\n' ORDER BY i)
       FROM generate_series(1, 1500) i));
 SELECT count(*) FROM bulk;
+-- An error says where in its CONTEXT, and shows no frame of streamwm's own:
+-- the user's trigger (one that fires after sw_ingest, which counts the rows)
+-- keeps its line, the INSERT streamwm runs has none, and
+-- the user's function that called streamwm keeps its lines.
+SELECT streamwm.create_stream('ctx_s', 'v int');
+CREATE FUNCTION ctx_trig() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.v < 0 THEN
+        RAISE EXCEPTION 'negative v: %', NEW.v;
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER zz_ctx_check BEFORE INSERT ON ctx_s FOR EACH ROW EXECUTE FUNCTION ctx_trig();
+SELECT streamwm.ingest('ctx_s', '[{"v": 1}, {"v": -2}]');
+SELECT streamwm.ingest_lines('ctx_s', E'{"v": 1}\n\n{"v": -3}');
+CREATE FUNCTION ctx_call() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM streamwm.create_stream('ctx_s', 'v int');
+END $$;
+SELECT ctx_call();
+CREATE FUNCTION ctx_call2() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM streamwm.ingest('ctx_s', '{"v": "x"}');
+END $$;
+SELECT ctx_call2();
+SELECT count(*) FROM ctx_s;
+SELECT streamwm.drop_stream('ctx_s');
+DROP FUNCTION ctx_call(), ctx_call2(), ctx_trig();

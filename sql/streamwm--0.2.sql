@@ -435,6 +435,23 @@ CREATE FUNCTION streamwm.create_stream(
     max_future_skew       interval DEFAULT '1 day',
     allowed_lateness      interval DEFAULT '0')
 RETURNS regclass
+AS 'MODULE_PATHNAME', 'streamwm_api_call' LANGUAGE C;
+
+-- its implementation: streamwm.create_stream runs it through src/api.c, which keeps
+-- streamwm's internal frames out of the CONTEXT of its errors
+CREATE FUNCTION streamwm_internal.create_stream(
+    name                  text,
+    columns               text,
+    partitions            int,
+    watermark_delay       interval,
+    event_time            text,
+    partition_key         text,
+    watermark_granularity interval,
+    idle_timeout          interval,
+    retention             interval,
+    max_future_skew       interval,
+    allowed_lateness      interval)
+RETURNS regclass
 LANGUAGE sql AS $$
 SELECT streamwm_internal._set_allowed_lateness(
            streamwm_internal._create_stream($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
@@ -586,6 +603,12 @@ END $$;
 
 CREATE FUNCTION streamwm.drop_stream(stream regclass, cascade boolean DEFAULT false)
 RETURNS void
+AS 'MODULE_PATHNAME', 'streamwm_api_call' LANGUAGE C;
+
+-- its implementation: streamwm.drop_stream runs it through src/api.c, which keeps
+-- streamwm's internal frames out of the CONTEXT of its errors
+CREATE FUNCTION streamwm_internal.drop_stream(stream regclass, cascade boolean)
+RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF stream IS NULL THEN
@@ -611,6 +634,22 @@ CREATE FUNCTION streamwm.create_query(
     origin       timestamptz DEFAULT '1970-01-01 00:00:00+00',  -- windows start at origin + n * hop
     time_domain  text DEFAULT 'event',    -- 'processing': the clock of the step that reads a row
     result_retention interval DEFAULT NULL) -- delete result rows ending before W minus this
+RETURNS regclass
+AS 'MODULE_PATHNAME', 'streamwm_api_call' LANGUAGE C;
+
+-- its implementation: streamwm.create_query runs it through src/api.c, which keeps
+-- streamwm's internal frames out of the CONTEXT of its errors
+CREATE FUNCTION streamwm_internal.create_query(
+    name         text,
+    query        text,
+    hop          interval,
+    size         interval,
+    result_table text,
+    start_from   text,
+    result_stream regclass,  -- a chain: write the windows into this stream
+    origin       timestamptz,  -- windows start at origin + n * hop
+    time_domain  text,    -- 'processing': the clock of the step that reads a row
+    result_retention interval) -- delete result rows ending before W minus this
 RETURNS regclass
 LANGUAGE sql AS $$
 SELECT streamwm_internal._set_result_retention($1,
@@ -932,6 +971,17 @@ CREATE FUNCTION streamwm.create_session_query(
     result_table text DEFAULT NULL,
     start_from   text DEFAULT 'latest')
 RETURNS regclass
+AS 'MODULE_PATHNAME', 'streamwm_api_call' LANGUAGE C;
+
+-- its implementation: streamwm.create_session_query runs it through src/api.c, which keeps
+-- streamwm's internal frames out of the CONTEXT of its errors
+CREATE FUNCTION streamwm_internal.create_session_query(
+    name         text,
+    query        text,
+    gap          interval,
+    result_table text,
+    start_from   text)
+RETURNS regclass
 LANGUAGE sql AS $$
 SELECT streamwm_internal._create_session_query($1, $2, $3, $4, $5,
                                       pg_catalog.current_setting('search_path'))
@@ -1070,6 +1120,18 @@ CREATE FUNCTION streamwm.create_count_query(
     slide        int  DEFAULT NULL,     -- NULL: size (tumbling)
     result_table text DEFAULT NULL,     -- default: the query's name
     start_from   text DEFAULT 'latest') -- 'latest' | 'earliest' (all retained rows)
+RETURNS regclass
+AS 'MODULE_PATHNAME', 'streamwm_api_call' LANGUAGE C;
+
+-- its implementation: streamwm.create_count_query runs it through src/api.c, which keeps
+-- streamwm's internal frames out of the CONTEXT of its errors
+CREATE FUNCTION streamwm_internal.create_count_query(
+    name         text,
+    query        text,
+    size         int,
+    slide        int,     -- NULL: size (tumbling)
+    result_table text,     -- default: the query's name
+    start_from   text) -- 'latest' | 'earliest' (all retained rows)
 RETURNS regclass
 LANGUAGE sql AS $$
 SELECT streamwm_internal._create_count_query($1, $2, $3, $4, $5, $6,
@@ -1224,6 +1286,12 @@ CREATE FUNCTION streamwm.resume_query(name text) RETURNS void
 
 CREATE FUNCTION streamwm.drop_query(name text, drop_result boolean DEFAULT false)
 RETURNS void
+AS 'MODULE_PATHNAME', 'streamwm_api_call' LANGUAGE C;
+
+-- its implementation: streamwm.drop_query runs it through src/api.c, which keeps
+-- streamwm's internal frames out of the CONTEXT of its errors
+CREATE FUNCTION streamwm_internal.drop_query(name text, drop_result boolean)
+RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     rel regclass;
@@ -1244,6 +1312,12 @@ END $$;
 -- and the counters.  Bound under the caller's search_path as in create_query,
 -- then planned as its owner.
 CREATE FUNCTION streamwm.alter_query(name text, query text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'streamwm_api_call' LANGUAGE C;
+
+-- its implementation: streamwm.alter_query runs it through src/api.c, which keeps
+-- streamwm's internal frames out of the CONTEXT of its errors
+CREATE FUNCTION streamwm_internal.alter_query(name text, query text)
 RETURNS void
 LANGUAGE sql AS $$
 SELECT streamwm_internal._alter_query($1, $2, pg_catalog.current_setting('search_path'));
@@ -1615,6 +1689,22 @@ COMMENT ON FUNCTION streamwm_internal._create_query(text, text, interval, interv
     'internal: body of create_query for window queries, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._create_session_query(text, text, interval, text, text, text) IS
     'internal: body of create_session_query, not for direct use';
+COMMENT ON FUNCTION streamwm_internal.create_stream(text, text, int, interval, text, text, interval, interval,
+                                                    interval, interval, interval) IS
+    'internal: implementation of streamwm.create_stream, not for direct use';
+COMMENT ON FUNCTION streamwm_internal.drop_stream(regclass, boolean) IS
+    'internal: implementation of streamwm.drop_stream, not for direct use';
+COMMENT ON FUNCTION streamwm_internal.create_query(text, text, interval, interval, text, text, regclass,
+                                                   timestamptz, text, interval) IS
+    'internal: implementation of streamwm.create_query, not for direct use';
+COMMENT ON FUNCTION streamwm_internal.create_session_query(text, text, interval, text, text) IS
+    'internal: implementation of streamwm.create_session_query, not for direct use';
+COMMENT ON FUNCTION streamwm_internal.create_count_query(text, text, int, int, text, text) IS
+    'internal: implementation of streamwm.create_count_query, not for direct use';
+COMMENT ON FUNCTION streamwm_internal.drop_query(text, boolean) IS
+    'internal: implementation of streamwm.drop_query, not for direct use';
+COMMENT ON FUNCTION streamwm_internal.alter_query(text, text) IS
+    'internal: implementation of streamwm.alter_query, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._create_stream(text, text, int, interval, text, text, interval, interval,
                                             interval, interval, text) IS
     'internal: body of create_stream, not for direct use';

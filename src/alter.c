@@ -70,6 +70,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "api.h"
 #include "catalog.h"
 #include "commit_order.h"
 #include "query.h"
@@ -444,8 +445,8 @@ streamwm_alter_query(PG_FUNCTION_ARGS)
  * from <= window_start and window_end <= to, and returns the result rows
  * written.  See the file header.
  */
-Datum
-streamwm_recompute(PG_FUNCTION_ARGS)
+static Datum
+recompute_impl(PG_FUNCTION_ARGS)
 {
 	char	   *name;
 	TimestampTz from;
@@ -586,4 +587,11 @@ streamwm_recompute(PG_FUNCTION_ARGS)
 	sw_leave_role(&cx);
 	SPI_finish();
 	PG_RETURN_INT64(rows);
+}
+
+/* the entry point: errors without streamwm's internal frames (api.c) */
+Datum
+streamwm_recompute(PG_FUNCTION_ARGS)
+{
+	return sw_api_guard(recompute_impl, fcinfo);
 }

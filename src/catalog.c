@@ -44,6 +44,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "api.h"
 #include "catalog.h"
 #include "citus.h"
 #include "query.h"
@@ -146,33 +147,6 @@ sw_timestamptz_array(const TimestampTz *values, int n)
 		d[i] = TimestampTzGetDatum(values[i]);
 	return PointerGetDatum(construct_array(d, n, TIMESTAMPTZOID, 8,
 										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-}
-
-/*
- * Re-raise the error being handled (inside PG_CATCH) with more said about
- * where it happened: a prefix for its message ("row 3, column \"v\""), a
- * context line, and for errors in a text the user gave us (an expression, a
- * query), its position in that text rather than in the calling statement.
- * 'cxt' is the memory context that was current before PG_TRY.
- */
-void
-sw_reraise(MemoryContext cxt, const char *prefix, const char *context,
-		   const char *source)
-{
-	ErrorData  *edata;
-
-	MemoryContextSwitchTo(cxt);
-	edata = CopyErrorData();
-	FlushErrorState();
-	ereport(ERROR,
-			(errcode(edata->sqlerrcode),
-			 prefix ? errmsg_internal("%s: %s", prefix, edata->message)
-			 : errmsg_internal("%s", edata->message),
-			 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
-			 edata->hint ? errhint("%s", edata->hint) : 0,
-			 context ? errcontext("%s", context) : 0,
-			 (source && edata->cursorpos > 0) ? internalerrposition(edata->cursorpos) : 0,
-			 (source && edata->cursorpos > 0) ? internalerrquery(source) : 0));
 }
 
 /*
@@ -923,20 +897,34 @@ streamwm_set_result_retention(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(PG_GETARG_DATUM(1));
 }
 
-Datum
-streamwm_pause_query(PG_FUNCTION_ARGS)
+static Datum
+pause_query_impl(PG_FUNCTION_ARGS)
 {
 	sw_require_extension_version();
 	set_query_paused(text_to_cstring(PG_GETARG_TEXT_PP(0)), true);
 	PG_RETURN_VOID();
 }
 
+/* the entry point: errors without streamwm's internal frames (api.c) */
 Datum
-streamwm_resume_query(PG_FUNCTION_ARGS)
+streamwm_pause_query(PG_FUNCTION_ARGS)
+{
+	return sw_api_guard(pause_query_impl, fcinfo);
+}
+
+static Datum
+resume_query_impl(PG_FUNCTION_ARGS)
 {
 	sw_require_extension_version();
 	set_query_paused(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	PG_RETURN_VOID();
+}
+
+/* the entry point: errors without streamwm's internal frames (api.c) */
+Datum
+streamwm_resume_query(PG_FUNCTION_ARGS)
+{
+	return sw_api_guard(resume_query_impl, fcinfo);
 }
 
 /*
@@ -977,26 +965,34 @@ streamwm_unregister_query(PG_FUNCTION_ARGS)
  * TABLE of plain columns and nothing else (no second statement, no
  * inheritance, partitioning, LIKE or table options).
  */
+/*
+ * Context of a syntax error in the column list create_stream() was given:
+ * no position, since the text parsed is a statement made around it.
+ */
+static void
+column_list_error_context(void *arg)
+{
+	errposition(0);
+	errcontext("in the column list of the stream");
+}
+
 Datum
 streamwm_check_create_table(PG_FUNCTION_ARGS)
 {
 	char	   *ddl = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	MemoryContext cxt = CurrentMemoryContext;
-	List	   *raw = NIL;
+	ErrorContextCallback errcb;
+	List	   *raw;
 	CreateStmt *cs;
 	ListCell   *lc;
 
 	sw_require_extension_version();
 
-	PG_TRY();
-	{
-		raw = raw_parser(ddl, RAW_PARSE_DEFAULT);
-	}
-	PG_CATCH();
-	{
-		sw_reraise(cxt, NULL, "in the column list of the stream", NULL);
-	}
-	PG_END_TRY();
+	errcb.callback = column_list_error_context;
+	errcb.arg = NULL;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	raw = raw_parser(ddl, RAW_PARSE_DEFAULT);
+	error_context_stack = errcb.previous;
 	if (list_length(raw) != 1 ||
 		!IsA(linitial_node(RawStmt, raw)->stmt, CreateStmt))
 		ereport(ERROR,

@@ -76,8 +76,6 @@ extern void sw_spi_exec_snapshot(const char *sql, int nargs, Oid *types, Datum *
 								 const char *nulls, int expected, Snapshot snapshot);
 extern void sw_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values,
 							   const char *nulls, int expected);
-extern void sw_reraise(MemoryContext cxt, const char *prefix, const char *context,
-					   const char *source) pg_attribute_noreturn();
 
 /* streams (the caller acts as the catalog's owner unless said otherwise) */
 extern bool sw_catalog_is_stream(Oid relid);

@@ -548,7 +548,7 @@ streamwm_check_count_query(PG_FUNCTION_ARGS)
 	SwQueryDef *def;
 	SwRoleContext cx;
 	Datum		values[5];
-	MemoryContext cxt = CurrentMemoryContext;
+	ErrorContextCallback errcb;
 
 	sw_require_extension_version();
 
@@ -558,7 +558,10 @@ streamwm_check_count_query(PG_FUNCTION_ARGS)
 	if (!def->count)
 		elog(ERROR, "query \"%s\" is not a count query", name);
 	sw_enter_role(def->owner, def->search_path, &cx);
-	PG_TRY();
+	errcb.callback = sw_window_query_error_context;
+	errcb.arg = name;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
 	{
 		make_count_table(def);
 		/* no row: t >= -infinity and t < -infinity */
@@ -569,11 +572,7 @@ streamwm_check_count_query(PG_FUNCTION_ARGS)
 		values[4] = TimestampTzGetDatum(DT_NOBEGIN);
 		sw_dry_run_statement(name, count_statement(def), 5, count_param_types, values, NULL);
 	}
-	PG_CATCH();
-	{
-		sw_reraise(cxt, NULL, psprintf("window query \"%s\"", name), NULL);
-	}
-	PG_END_TRY();
+	error_context_stack = errcb.previous;
 	sw_leave_role(&cx);
 	SPI_finish();
 	PG_RETURN_VOID();

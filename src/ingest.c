@@ -78,6 +78,7 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
+#include "api.h"
 #include "catalog.h"
 #include "citus.h"
 #include "commit_order.h"
@@ -545,9 +546,10 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("partition %d is out of range for stream %s",
 							partition, RelationGetRelationName(rel)),
-					 errdetail("The stream has %d partition%s, numbered 0 to %d.",
-							   st->npartitions, st->npartitions == 1 ? "" : "s",
-							   st->npartitions - 1)));
+					 errdetail_plural("The stream has %d partition, numbered 0 to %d.",
+									  "The stream has %d partitions, numbered 0 to %d.",
+									  st->npartitions,
+									  st->npartitions, st->npartitions - 1)));
 	}
 	else if (st->key_expr != NULL)
 	{
@@ -655,8 +657,9 @@ typedef struct InsertShape
 typedef struct IngestCall
 {
 	Relation	rel;
-	const char *unit;			/* "row" or "line" */
-	int			rowno;
+	bool		lines;			/* ingest_lines(): rowno is a line number */
+	int			rowno;			/* 1-based; 0 while no row is at hand */
+	const char *column;			/* column being converted, or NULL */
 	AttrNumber	att_partition;	/* sw_partition and sw_write_time */
 	AttrNumber	att_write_time;
 	bool		have_partition;
@@ -688,9 +691,24 @@ ingest_error_context(void *arg)
 		i = Max(0, Min(i, call->flushing->nrows - 1));
 		rowno = call->flushing->rownos[i];
 	}
-	if (rowno > 0)
-		errcontext("streamwm ingest into %s, %s %d",
-				   RelationGetRelationName(call->rel), call->unit, rowno);
+	if (rowno <= 0)
+		return;
+	/* the location, as COPY gives it: "COPY t, line 3, column x" */
+	if (call->column != NULL && call->flushing == NULL)
+	{
+		if (call->lines)
+			errcontext("streamwm.ingest_lines into %s, line %d, column %s",
+					   RelationGetRelationName(call->rel), rowno, call->column);
+		else
+			errcontext("streamwm.ingest into %s, row %d, column %s",
+					   RelationGetRelationName(call->rel), rowno, call->column);
+	}
+	else if (call->lines)
+		errcontext("streamwm.ingest_lines into %s, line %d",
+				   RelationGetRelationName(call->rel), rowno);
+	else
+		errcontext("streamwm.ingest into %s, row %d",
+				   RelationGetRelationName(call->rel), rowno);
 }
 
 /* A JSON array as the text of a PostgreSQL array literal. */
@@ -809,28 +827,18 @@ json_to_datum(JsonbValue *v, Form_pg_attribute att, bool *isnull)
 }
 
 /*
- * Convert with errors naming the row and the column: the caller's error
- * context names the row, and the message itself is prefixed with both so
- * that the first line of the error already says where.
+ * Convert with errors naming the row and the column: the error context
+ * callback (ingest_error_context) names both, as COPY does.
  */
 static Datum
 json_to_datum_reported(IngestCall *call, JsonbValue *v, Form_pg_attribute att,
 					   bool *isnull)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	Datum		result = (Datum) 0;
+	Datum		result;
 
-	PG_TRY();
-	{
-		result = json_to_datum(v, att, isnull);
-	}
-	PG_CATCH();
-	{
-		sw_reraise(cxt, psprintf("%s %d, column \"%s\"", call->unit, call->rowno,
-								 NameStr(att->attname)),
-				   NULL, NULL);
-	}
-	PG_END_TRY();
+	call->column = NameStr(att->attname);
+	result = json_to_datum(v, att, isnull);
+	call->column = NULL;
 	return result;
 }
 
@@ -970,7 +978,8 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 	if (!JsonContainerIsObject(obj))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s %d is not a JSON object", call->unit, call->rowno)));
+				 call->lines ? errmsg("line is not a JSON object") :
+				 errmsg("row is not a JSON object")));
 
 	it = JsonbIteratorInit(obj);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
@@ -986,23 +995,21 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 		if (attno <= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("%s %d: \"%s\" is not a column of stream %s",
-							call->unit, call->rowno, key,
-							RelationGetRelationName(call->rel))));
+					 errmsg("column \"%s\" of stream %s does not exist",
+							key, RelationGetRelationName(call->rel))));
 		att = TupleDescAttr(tupdesc, attno - 1);
 		if (strcmp(key, "sw_offset") == 0 || strcmp(key, "sw_event_time") == 0 ||
 			att->attgenerated)
 			ereport(ERROR,
 					(errcode(ERRCODE_GENERATED_ALWAYS),
-					 errmsg("%s %d: column \"%s\" of stream %s is assigned by streamwm",
-							call->unit, call->rowno, key,
-							RelationGetRelationName(call->rel))));
+					 errmsg("column \"%s\" of stream %s is assigned by streamwm",
+							key, RelationGetRelationName(call->rel))));
 		if ((attno == att_partition && call->have_partition) ||
 			(attno == att_write_time && call->have_write_time))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s %d: \"%s\" is given both as an argument and in the row",
-							call->unit, call->rowno, key)));
+					 errmsg("\"%s\" is given both as an argument and in the row",
+							key)));
 
 		tok = JsonbIteratorNext(&it, &v, true);
 		Assert(tok == WJB_VALUE);
@@ -1064,7 +1071,7 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 
 /* Common start of ingest() and ingest_lines(): argument checks. */
 static void
-ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, const char *unit)
+ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, bool lines)
 {
 	Oid			relid;
 	int			npartitions;
@@ -1078,7 +1085,7 @@ ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, const char *unit)
 	relid = PG_GETARG_OID(0);
 	npartitions = sw_stream_partitions(relid);	/* errors for a non-stream */
 	call->rel = table_open(relid, RowExclusiveLock);
-	call->unit = unit;
+	call->lines = lines;
 	sw_check_stream_columns(call->rel, &cols);
 	call->att_partition = cols.partition;
 	call->att_write_time = cols.write_time;
@@ -1091,9 +1098,10 @@ ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, const char *unit)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("partition %d is out of range for stream %s",
 							call->partition, RelationGetRelationName(call->rel)),
-					 errdetail("The stream has %d partition%s, numbered 0 to %d.",
-							   npartitions, npartitions == 1 ? "" : "s",
-							   npartitions - 1)));
+					 errdetail_plural("The stream has %d partition, numbered 0 to %d.",
+									  "The stream has %d partitions, numbered 0 to %d.",
+									  npartitions,
+									  npartitions, npartitions - 1)));
 	}
 	if (!PG_ARGISNULL(3))
 	{
@@ -1122,8 +1130,8 @@ ingest_end(IngestCall *call)
  * streamwm.ingest(stream regclass, rows jsonb, partition int, write_time
  * timestamptz) RETURNS bigint: rows is one object or an array of objects.
  */
-Datum
-streamwm_ingest(PG_FUNCTION_ARGS)
+static Datum
+ingest_impl(PG_FUNCTION_ARGS)
 {
 	IngestCall	call;
 	ErrorContextCallback errcb;
@@ -1131,7 +1139,7 @@ streamwm_ingest(PG_FUNCTION_ARGS)
 
 	sw_require_extension_version();
 
-	ingest_begin(&call, fcinfo, "row");
+	ingest_begin(&call, fcinfo, false);
 	if (PG_ARGISNULL(1))
 		PG_RETURN_INT64(ingest_end(&call));
 	rows = PG_GETARG_JSONB_P(1);
@@ -1158,7 +1166,7 @@ streamwm_ingest(PG_FUNCTION_ARGS)
 			if (elem->type != jbvBinary)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("row %d is not a JSON object", i + 1)));
+						 errmsg("row is not a JSON object")));
 			ingest_object(&call, elem->val.binary.data);
 		}
 	}
@@ -1172,13 +1180,20 @@ streamwm_ingest(PG_FUNCTION_ARGS)
 	PG_RETURN_INT64(ingest_end(&call));
 }
 
+/* the entry point: errors without streamwm's internal frames (api.c) */
+Datum
+streamwm_ingest(PG_FUNCTION_ARGS)
+{
+	return sw_api_guard(ingest_impl, fcinfo);
+}
+
 /*
  * streamwm.ingest_lines(stream regclass, lines text, partition int,
  * write_time timestamptz) RETURNS bigint: one JSON object per line
  * (json_each_row); blank lines are skipped.
  */
-Datum
-streamwm_ingest_lines(PG_FUNCTION_ARGS)
+static Datum
+ingest_lines_impl(PG_FUNCTION_ARGS)
 {
 	IngestCall	call;
 	ErrorContextCallback errcb;
@@ -1188,7 +1203,7 @@ streamwm_ingest_lines(PG_FUNCTION_ARGS)
 
 	sw_require_extension_version();
 
-	ingest_begin(&call, fcinfo, "line");
+	ingest_begin(&call, fcinfo, true);
 	if (PG_ARGISNULL(1))
 		PG_RETURN_INT64(ingest_end(&call));
 	input = text_to_cstring(PG_GETARG_TEXT_PP(1));
@@ -1203,8 +1218,7 @@ streamwm_ingest_lines(PG_FUNCTION_ARGS)
 	{
 		char	   *next = strchr(line, '\n');
 		char	   *p;
-		Jsonb	   *jb = NULL;
-		MemoryContext cxt = CurrentMemoryContext;
+		Jsonb	   *jb;
 
 		if (next != NULL)
 			*next++ = '\0';
@@ -1218,21 +1232,12 @@ streamwm_ingest_lines(PG_FUNCTION_ARGS)
 			line = next;
 			continue;
 		}
-		call.rowno = 0;			/* the message below names the line */
-		PG_TRY();
-		{
-			jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(line)));
-		}
-		PG_CATCH();
-		{
-			sw_reraise(cxt, psprintf("malformed JSON in line %d", lineno), NULL, NULL);
-		}
-		PG_END_TRY();
-		call.rowno = lineno;
+		call.rowno = lineno;	/* the error context names the line */
+		jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(line)));
 		if (!JB_ROOT_IS_OBJECT(jb))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("line %d is not a JSON object", lineno)));
+					 errmsg("line is not a JSON object")));
 		ingest_object(&call, &jb->root);
 		line = next;
 	}
@@ -1240,4 +1245,11 @@ streamwm_ingest_lines(PG_FUNCTION_ARGS)
 	flush_batch(&call);			/* still under the error context */
 	error_context_stack = errcb.previous;
 	PG_RETURN_INT64(ingest_end(&call));
+}
+
+/* the entry point: errors without streamwm's internal frames (api.c) */
+Datum
+streamwm_ingest_lines(PG_FUNCTION_ARGS)
+{
+	return sw_api_guard(ingest_lines_impl, fcinfo);
 }

@@ -75,6 +75,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "api.h"
 #include "catalog.h"
 #include "citus.h"
 #include "commit_order.h"
@@ -1276,8 +1277,8 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
  * owner): all of them when stream is NULL.  Processing someone else's
  * stream would let a role hold its catalog row locked.
  */
-Datum
-streamwm_process(PG_FUNCTION_ARGS)
+static Datum
+process_impl(PG_FUNCTION_ARGS)
 {
 	/* no clock given: the step's own, read when it reads the stream */
 	TimestampTz now = PG_ARGISNULL(1) ? DT_NOBEGIN : PG_GETARG_TIMESTAMPTZ(1);
@@ -1309,4 +1310,11 @@ streamwm_process(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	PG_RETURN_VOID();
+}
+
+/* the entry point: errors without streamwm's internal frames (api.c) */
+Datum
+streamwm_process(PG_FUNCTION_ARGS)
+{
+	return sw_api_guard(process_impl, fcinfo);
 }

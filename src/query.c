@@ -50,6 +50,7 @@
 #include "utils/ruleutils.h"
 #include "utils/timestamp.h"
 
+#include "api.h"
 #include "catalog.h"
 #include "citus.h"
 #include "count.h"
@@ -76,40 +77,50 @@ typedef struct ParsedQuery
 	RawStmt    *raw;
 } ParsedQuery;
 
+/* Parse with error positions in the query's text (sw_source_error_context). */
 static List *
 raw_parse_query(const char *query)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	List	   *raw = NIL;
+	ErrorContextCallback errcb;
+	List	   *raw;
 
-	PG_TRY();
-	{
-		raw = raw_parser(query, RAW_PARSE_DEFAULT);
-	}
-	PG_CATCH();
-	{
-		sw_reraise(cxt, NULL, NULL, query);
-	}
-	PG_END_TRY();
+	errcb.callback = sw_source_error_context;
+	errcb.arg = unconstify(char *, query);
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	raw = raw_parser(query, RAW_PARSE_DEFAULT);
+	error_context_stack = errcb.previous;
 	return raw;
 }
 
 static Query *
 analyze_query(RawStmt *rs, const char *query)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	Query	   *q = NULL;
+	ErrorContextCallback errcb;
+	Query	   *q;
 
-	PG_TRY();
-	{
-		q = parse_analyze_fixedparams(rs, query, NULL, 0, NULL);
-	}
-	PG_CATCH();
-	{
-		sw_reraise(cxt, NULL, NULL, query);
-	}
-	PG_END_TRY();
+	errcb.callback = sw_source_error_context;
+	errcb.arg = unconstify(char *, query);
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+	q = parse_analyze_fixedparams(rs, query, NULL, 0, NULL);
+	error_context_stack = errcb.previous;
 	return q;
+}
+
+/*
+ * Context of an error while a query's step statement is tried: the query's
+ * name, and no position into that generated statement.
+ */
+void
+sw_window_query_error_context(void *arg)
+{
+	if (getinternalerrposition() > 0)
+	{
+		internalerrposition(0);
+		internalerrquery(NULL);
+	}
+	errcontext("window query \"%s\"", (const char *) arg);
 }
 
 static void
@@ -1096,7 +1107,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	SwRoleContext cx;
 	char	   *sql;
 	Datum		values[6];
-	MemoryContext cxt = CurrentMemoryContext;
+	ErrorContextCallback errcb;
 
 	sw_require_extension_version();
 
@@ -1106,7 +1117,10 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	if (!def->ordered && !def->session && !def->count)
 		sw_check_windows_per_row(def->hop_us, def->size_us);
 	sw_enter_role(def->owner, def->search_path, &cx);
-	PG_TRY();
+	errcb.callback = sw_window_query_error_context;
+	errcb.arg = name;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
 	{
 		if (def->session)
 		{
@@ -1138,12 +1152,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 			sw_dry_run_statement(name, sql, nparams, types, values, def->pane ? "   n  " : NULL);
 		}
 	}
-	PG_CATCH();
-	{
-		/* the user's error, without our generated statement as context */
-		sw_reraise(cxt, NULL, psprintf("window query \"%s\"", name), NULL);
-	}
-	PG_END_TRY();
+	error_context_stack = errcb.previous;
 	sw_leave_role(&cx);
 	SPI_finish();
 	PG_RETURN_VOID();

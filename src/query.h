@@ -64,6 +64,7 @@ extern void sw_recompute_windows(SwQueryDef *def, Datum offsets, TimestampTz lo,
 extern SwQueryDef *sw_load_managed_query(const char *name);
 extern void sw_rte_unrelation(RangeTblEntry *rte, RTEKind kind);
 extern int	sw_alone_stream_rtindex(Query *q, Oid relid, const char *kind);
+extern void sw_window_query_error_context(void *arg);
 extern void sw_dry_run_statement(const char *name, const char *sql, int nparams,
 								 const Oid *types, Datum *values, const char *nulls);
 extern Query *sw_analyze_bound_query(const char *query);
