@@ -1960,7 +1960,8 @@ sw_catalog_schedule(void)
 	List	   *streams = NIL;
 
 	sw_spi_exec("SELECT stream, (extract(epoch FROM granularity) * 1000000)::int8,"
-				" step_started IS NOT NULL, step_crashes"
+				" step_started IS NOT NULL, step_crashes,"
+				" (extract(epoch FROM watermark_delay) * 1000000)::int8"
 				" FROM streamwm.stream_def", 0, NULL, NULL, NULL,
 				SPI_OK_SELECT);
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -1975,6 +1976,7 @@ sw_catalog_schedule(void)
 		s->step_started = DatumGetBool(sw_spi_getdatum(i, 3, &isnull));
 		s->step_crashes = s->step_started ?
 			DatumGetInt32(sw_spi_getdatum(i, 4, &isnull)) : 0;
+		s->delay_us = DatumGetInt64(sw_spi_getdatum(i, 5, &isnull));
 		streams = lappend(streams, s);
 	}
 	return streams;

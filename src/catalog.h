@@ -42,6 +42,7 @@ typedef struct SwScheduledStream
 	Oid			stream;
 	bool		granularity_null;
 	int64		granularity_us;
+	int64		delay_us;		/* watermark_delay */
 	bool		step_started;	/* a step was marked as started */
 	int32		step_crashes;
 } SwScheduledStream;

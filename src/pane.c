@@ -229,13 +229,15 @@ partial_aggref(Aggref *orig)
  * query's start offset, $2 each partition's processed offset, $4 each
  * partition's folded offset (NULL: none), $6 the re-fire floor (rows at or
  * before it are in no window that is open or re-fired: lo, or lo -
- * allowed_lateness, sw_refire_floor).
+ * allowed_lateness, sw_refire_floor), $7 whether the late log may hold
+ * rows of that range (late_rows_in_fold): usually not, and then no row is
+ * looked up in it (the lookup cost 1.5 - 2 us a row, bench/results-e2e.md).
  */
 static Query *
 fold_rows_query(Oid relid, int64 hop_us, TimestampTz origin, int64 processing_size_us)
 {
-	Oid			types[6] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID};
+	Oid			types[7] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID};
 	char	   *sql;
 
 	/*
@@ -262,7 +264,7 @@ fold_rows_query(Oid relid, int64 hop_us, TimestampTz origin, int64 processing_si
 				   " WHERE sw_r.sw_partition = (sw_o.n - 1)::pg_catalog.int4"
 				   " AND sw_r.sw_offset > GREATEST($1, coalesce(($4::pg_catalog.int8[])[sw_o.n], 0))"
 				   " AND sw_r.sw_offset <= sw_o.done) sw_s"
-				   " WHERE sw_s.sw_event_time > $6 AND %s OFFSET 0",
+				   " WHERE sw_s.sw_event_time > $6 AND (NOT $7 OR %s) OFFSET 0",
 				   sw_stream_columns_sql(relid, "sw_s"),
 				   sw_window_start_sql("sw_s.sw_event_time", hop_us, origin),
 				   sw_relation_name(relid), sw_not_late_sql(relid));
@@ -663,8 +665,43 @@ sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 }
 
 /* The parameter types of the pane plan's statement. */
-static const Oid pane_param_types[6] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
-TIMESTAMPTZOID, TIMESTAMPTZOID};
+static const Oid pane_param_types[SW_PANE_NPARAMS] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID,
+INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID};
+
+/*
+ * May streamwm.late_event_log hold a row of the range the fold reads
+ * (per partition: after the query's start offset and its folded offset, up
+ * to the processed one; folded NULL: from the start offset)?  Rows judged
+ * late in this step are logged before the fold runs; a query that is
+ * behind, or rebuilds its panes, reads rows of earlier steps too.  As the
+ * catalog's owner: one probe of the log's key per partition.
+ */
+static bool
+late_rows_in_fold(const SwQueryDef *def, Datum offsets, Datum folded, bool folded_null)
+{
+	SwRoleContext cx;
+	Oid			types[4] = {OIDOID, INT8OID, INT8ARRAYOID, INT8ARRAYOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', folded_null ? 'n' : ' '};
+	bool		found;
+
+	values[0] = ObjectIdGetDatum(def->stream);
+	values[1] = Int64GetDatum(def->start_offset);
+	values[2] = offsets;
+	values[3] = folded_null ? (Datum) 0 : folded;
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT 1 FROM pg_catalog.unnest($3) WITH ORDINALITY AS o(done, n)"
+				" WHERE EXISTS (SELECT 1 FROM streamwm.late_event_log l"
+				"  WHERE l.stream OPERATOR(pg_catalog.=) $1"
+				"    AND l.partition OPERATOR(pg_catalog.=) (o.n OPERATOR(pg_catalog.-) 1)::pg_catalog.int4"
+				"    AND l.sw_offset OPERATOR(pg_catalog.>) GREATEST($2, coalesce(($4)[o.n], 0))"
+				"    AND l.sw_offset OPERATOR(pg_catalog.<=) o.done)"
+				" LIMIT 1",
+				4, types, values, nulls, SPI_OK_SELECT);
+	found = SPI_processed > 0;
+	sw_leave_role(&cx);
+	return found;
+}
 
 /*
  * Run a step of a pane-plan query: fold, keep, combine and upsert the
@@ -677,8 +714,8 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 					   int64 *refired)
 {
 	const PanePlan *pp = e->pane_plan;
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		values[SW_PANE_NPARAMS];
+	char		nulls[SW_PANE_NPARAMS] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	bool		rebuild;
 	bool		isnull;
 	Oid			tz = TIMESTAMPTZOID;
@@ -690,8 +727,8 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 		char	   *sql = sw_pane_statement(def, pp);
 
 		/* privileges before planning: see sw_check_statement_privileges */
-		sw_check_statement_privileges(sql, 6, pane_param_types);
-		sw_step_entry_set_statement(e, sql, 6, pane_param_types, def->pane_table);
+		sw_check_statement_privileges(sql, SW_PANE_NPARAMS, pane_param_types);
+		sw_step_entry_set_statement(e, sql, SW_PANE_NPARAMS, pane_param_types, def->pane_table);
 	}
 	values[0] = Int64GetDatum(def->start_offset);
 	values[1] = offsets;
@@ -708,6 +745,8 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 	values[4] = TimestampTzGetDatum(hi);
 	/* after a rebuild the fold holds every row: the re-fire too (same results) */
 	values[5] = TimestampTzGetDatum(sw_refire_floor(def, lo));
+	values[6] = BoolGetDatum(!def->processing &&
+							 late_rows_in_fold(def, offsets, values[3], nulls[3] == 'n'));
 	if (SPI_execute_plan(e->plan, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
 	*windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));

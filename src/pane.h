@@ -20,6 +20,9 @@ extern char *sw_pane_statement(const SwQueryDef *def, const PanePlan *pp);
 extern void sw_pane_upsert_windows(SwQueryDef *def, struct SwStepEntry *e, Datum offsets,
 								   TimestampTz lo, TimestampTz hi, int64 *windows,
 								   int64 *rows, int64 *refired);
+/* the pane plan's statement has this many parameters (pane.c) */
+#define SW_PANE_NPARAMS 7
+
 extern char *sw_pane_check(SwQueryDef *def, const PanePlan *pp, const Oid **types);
 
 #endif

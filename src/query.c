@@ -1106,7 +1106,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	SwQueryDef *def;
 	SwRoleContext cx;
 	char	   *sql;
-	Datum		values[6];
+	Datum		values[SW_PANE_NPARAMS];
 	ErrorContextCallback errcb;
 
 	sw_require_extension_version();
@@ -1129,7 +1129,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 		}
 		else
 		{
-			int			nparams = def->pane ? 6 : def->ordered ? 5 : 3;
+			int			nparams = def->pane ? SW_PANE_NPARAMS : def->ordered ? 5 : 3;
 			const Oid  *types = general_param_types;
 
 			/* the pane plan's state table is made now, as the query's owner */
@@ -1149,7 +1149,8 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 			values[3] = def->pane ? (Datum) 0 : TimestampTzGetDatum(DT_NOBEGIN);
 			values[4] = def->ordered ? Int64GetDatum(0) : TimestampTzGetDatum(DT_NOBEGIN);
 			values[5] = TimestampTzGetDatum(DT_NOBEGIN);
-			sw_dry_run_statement(name, sql, nparams, types, values, def->pane ? "   n  " : NULL);
+			values[6] = BoolGetDatum(true);
+			sw_dry_run_statement(name, sql, nparams, types, values, def->pane ? "   n   " : NULL);
 		}
 	}
 	error_context_stack = errcb.previous;

@@ -117,6 +117,8 @@ int			sw_max_workers = 8;
 #define SW_MAX_SLEEP_MS 1000L
 /* longest backoff after errors */
 #define SW_MAX_BACKOFF_MS 60000L
+/* how long after a granule's end a tick comes (next_tick) */
+#define SW_TICK_SLACK_US 2000
 /* how often a worker whose schedule is fresh checks that streamwm is there */
 #define SW_EXTENSION_CHECK_MS 10000L
 /* how often a worker waiting for ALTER EXTENSION streamwm UPDATE looks again */
@@ -512,10 +514,31 @@ typedef struct StreamSchedule
 	Oid			stream;			/* hash key */
 	int64		granularity_us; /* stream_def.granularity */
 	TimestampTz next_due;
+	int64		phase_us;		/* ticks fall on k * granularity + phase */
 	int			failures;
 	bool		seen;
 	TimestampTz held_logged;	/* when we last said it was held */
 } StreamSchedule;
+
+/*
+ * The next tick of a stream after 'now': one every granularity, on the
+ * instants k * granularity + phase, where phase is watermark_delay (mod
+ * granularity) plus SW_TICK_SLACK_US.  Windows end on whole multiples of
+ * their hop from their origin (the epoch unless given), and a write-time
+ * stream's W is the clock minus watermark_delay: so a window ending on a
+ * whole granule closes at the first tick after W reaches its end, not up to
+ * one granularity later, as ticks phased by the worker's start time did
+ * (bench/results-e2e.md measured that 0.2 - 0.6 s on every window).
+ */
+static TimestampTz
+next_tick(TimestampTz now, const StreamSchedule *entry)
+{
+	int64		r = (now - entry->phase_us) % entry->granularity_us;
+
+	if (r < 0)
+		r += entry->granularity_us;
+	return now - r + entry->granularity_us;
+}
 
 /* Per-tick memory of a database worker, reset at the top of each tick. */
 static MemoryContext tick_cxt = NULL;
@@ -692,6 +715,9 @@ refresh_schedule(HTAB *schedule, TimestampTz now)
 			}
 			entry->granularity_us = s->granularity_null ? USECS_PER_SEC :
 				Max(s->granularity_us, 1);
+			/* just after W passes a whole granule: see next_tick() */
+			entry->phase_us = (s->delay_us % entry->granularity_us + SW_TICK_SLACK_US) %
+				entry->granularity_us;
 			entry->seen = true;
 
 			/*
@@ -1024,10 +1050,7 @@ streamwm_worker_main(Datum arg)
 				else
 				{
 					entry->failures = 0;
-					/* keep the cadence; do not drift by the step's length */
-					entry->next_due += entry->granularity_us;
-					if (entry->next_due < GetCurrentTimestamp())
-						entry->next_due = GetCurrentTimestamp();
+					entry->next_due = next_tick(GetCurrentTimestamp(), entry);
 				}
 			}
 

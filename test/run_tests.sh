@@ -27,6 +27,12 @@ if [ "$(id -u)" = 0 ]; then
     tmp=$(mktemp -d /tmp/streamwm-tests.XXXXXX)
     cp -r "$here/sql" "$here/expected" "$here/test" "$here/Makefile" "$here/META.json" "$here/streamwm.control" "$here/doc" "$tmp/"
     rm -rf "$tmp/test/results"
+    # the history for 008_upgrade.pl, where the postgres user can read it
+    # (the checkout may be in a directory only root may enter)
+    if [ -n "$STREAMWM_GIT_DIR" ] &&
+       git clone -q --bare --no-hardlinks "$STREAMWM_GIT_DIR" "$tmp/history.git" 2>/dev/null; then
+        STREAMWM_GIT_DIR="$tmp/history.git"
+    fi
     chown -R postgres "$tmp"
     runuser -u postgres -- env SKIP_SETUP=1 PG_BIN="$PG_BIN" STREAMWM_GIT_DIR="$STREAMWM_GIT_DIR" \
         bash "$tmp/test/run_tests.sh" </dev/null
