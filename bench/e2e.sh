@@ -130,8 +130,8 @@ if [ "$burst" -gt 0 ]; then
            GROUP BY 1, 2, 3)
         SELECT count(*) FROM ((TABLE model EXCEPT SELECT window_start, window_end, auction, n FROM burst_q5)
                               UNION ALL (SELECT window_start, window_end, auction, n FROM burst_q5 EXCEPT TABLE model)) d")
-    late=$($PSQL -c "SELECT late_events FROM streamwm.stream_def WHERE stream = 'burst'::regclass")
-    echo "  load ${load_s} s, processed ${total_s} s after the load began: $burst_eps events/s; $diffs differences, $late late"
+    burst_late=$($PSQL -c "SELECT late_events FROM streamwm.stream_def WHERE stream = 'burst'::regclass")
+    echo "  load ${load_s} s, processed ${total_s} s after the load began: $burst_eps events/s; $diffs differences, $burst_late late"
     $PSQL -c "SET client_min_messages = warning" \
           -c "SELECT streamwm.drop_stream('burst', cascade => true)" >/dev/null
 fi
@@ -321,15 +321,15 @@ echo
 if [ "$burst" -gt 0 ]; then
 echo "### Burst (issue 9's first target)"
 echo
-echo "$burst bids in one COPY (event times over $span s, given as sw_write_time, watermark_delay 1 s) into a stream of their own while the worker runs: load $load_s s; every row read and W past the newest event minus the delay $total_s s after the load began: **$burst_eps events/s** (target: 200,000 from the start of the load). Results against a one-pass recomputation of every closed window: $diffs differing rows ($late late events)."
+echo "$burst bids in one COPY (event times over $span s, given as sw_write_time, watermark_delay 1 s) into a stream of their own while the worker runs: load $load_s s; every row read and W past the newest event minus the delay $total_s s after the load began: **$burst_eps events/s** (target: 200,000 from the start of the load). Results against a one-pass recomputation of every closed window: $diffs differing rows ($burst_late late events)."
 echo
 fi
 echo "### 3. Sustained ingest at stepped offered rates"
 echo
-echo "| offered rows/s | achieved ingest rows/s | worker rows/s | backlog max (rows) | processing lag max (s) | drained after stop (s) | kept up | latency p50 (s) | latency p99 (s) | latency max (s) | windows | missing | worker CPU (% of a core) | worker waiting for a CPU (% of its busy time) | clients' backends CPU (% of a core) | machine CPU busy (% of 2 cores) | late client ticks | step (s) |"
-echo "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| offered rows/s | achieved ingest rows/s | worker rows/s | backlog max (rows) | processing lag max (s) | drained after stop (s) | kept up | latency p50 (s) | latency p99 (s) | latency max (s) | windows | missing | worker CPU (% of a core) | worker waiting for a CPU (% of its busy time) | clients' backends CPU (% of a core) | machine CPU busy (% of 2 cores) | late client ticks | late events (stream, so far) | step (s) |"
+echo "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 while read -r rate got proc mu ml dr kept p50 p99 pmax nwin miss rss hwm anon sb pb rb wcpu mcpu lt dur cut late ccpu wwait; do
-    echo "| $rate | $got | $proc | $mu | $ml | $dr | $kept$([ "$cut" = yes ] && echo ' (cut short)') | $p50 | $p99 | $pmax | $nwin | $miss | $wcpu | $wwait | $ccpu | $mcpu | $lt | $dur |"
+    echo "| $rate | $got | $proc | $mu | $ml | $dr | $kept$([ "$cut" = yes ] && echo ' (cut short)') | $p50 | $p99 | $pmax | $nwin | $miss | $wcpu | $wwait | $ccpu | $mcpu | $lt | $late | $dur |"
 done <"$dir/steps.txt"
 skipped=$(for r in $rates; do grep -q "^$r " "$dir/steps.txt" || printf '%s ' "$r"; done)
 [ -n "$skipped" ] && { echo; echo "Not run (the worker fell behind at a lower rate): $skipped"; }
