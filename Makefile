@@ -45,8 +45,10 @@ PGFILEDESC = "streamwm - event-time stream processing"
 
 REGRESS = ydb_example ingest windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl panes engine extension_aggs aggstate_attack commit_order heartbeat controls chain lateness alter_query recompute origin ordered processing_time session count descriptions
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
-ISOLATION = concurrent_writers concurrent_process commit_order idle_holds renumber heartbeat notify alter_query
+ISOLATION = concurrent_writers concurrent_process commit_order idle_holds renumber heartbeat notify alter_query partition_claims
 ISOLATION_OPTS = --inputdir=test --outputdir=test/results/isolation
+# pg_isolation_regress does not make its output directory's parents
+REGRESS_PREP = results_dirs
 # TAP tests live in test/t; each starts clusters of its own
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
@@ -61,3 +63,7 @@ include $(PGXS)
 
 # every object reads SW_LIBRARY_VERSION through version.h
 $(OBJS): streamwm.control src/version.h
+
+.PHONY: results_dirs
+results_dirs:
+	@mkdir -p test/results/isolation

@@ -78,6 +78,7 @@
 /* field4 of streamwm's advisory lock tags; field3 is the partition */
 #define SW_HOLD_LOCK_CLASS 0x7377
 #define SW_COMMIT_LOCK_CLASS 0x7379
+#define SW_CLAIM_LOCK_CLASS 0x737A
 
 /* field3 of the tags that stand for the whole stream */
 #define SW_WHOLE_STREAM ((uint32) 0xFFFFFFFF)
@@ -728,14 +729,41 @@ sw_partition_holders(Oid relid, int npartitions, SwPartitionHold *holds)
 }
 
 /*
- * A partition for a session that gives none, starting at 'start': the
- * first that no other transaction holds, so that concurrent sessions spread
- * over the partitions and their commits rarely overtake each other
- * (commit_order.c renumbers a transaction that was overtaken).
+ * A partition for a session that gives none, starting at 'start', kept by
+ * the session (ingest.c): concurrent sessions should write into different
+ * partitions, because in one partition rows are judged in commit order, so
+ * a transaction that commits after another one that began later has its
+ * rows judged against the other's event times (SPEC section 4): with event
+ * time = write time and a small watermark_delay, late.  Two sessions that
+ * looked for a free partition at the same moment used to pick the same one
+ * (both saw it free before either wrote), and then overlapped in it for as
+ * long as they lived (bench/results-e2e.md: 266,698 late rows under load).
+ * So a session claims its partition: a session-level advisory lock on a
+ * claim tag, taken without waiting, gone when the session ends.  The first
+ * partition no other session claimed is ours; if every one is claimed
+ * (more writing sessions than partitions), the first that no transaction
+ * holds, as before.
  */
 int
 sw_pick_free_partition(Oid relid, int npartitions, int start)
 {
+	LOCKTAG		claim;
+
+	/* one this session claimed already (its cached choice was forgotten) */
+	for (int p = 0; p < npartitions; p++)
+	{
+		set_tag(&claim, relid, (uint32) p, SW_CLAIM_LOCK_CLASS);
+		if (LockHeldByMe(&claim, ExclusiveLock))
+			return p;
+	}
+	for (int k = 0; k < npartitions; k++)
+	{
+		int			p = (start + k) % npartitions;
+
+		set_tag(&claim, relid, (uint32) p, SW_CLAIM_LOCK_CLASS);
+		if (LockAcquire(&claim, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL)
+			return p;
+	}
 	for (int k = 0; k < npartitions; k++)
 	{
 		int			p = (start + k) % npartitions;
