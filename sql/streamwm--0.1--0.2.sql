@@ -1696,6 +1696,9 @@ GRANT SELECT ON streamwm.streams, streamwm.partitions, streamwm.queries,
 
 CREATE OR REPLACE FUNCTION streamwm_internal._launch() RETURNS boolean
     AS 'MODULE_PATHNAME', 'streamwm_launch' LANGUAGE C;
+-- only CREATE EXTENSION and updates run it: each call has the launcher
+-- start a worker, so no role may call it at will
+REVOKE ALL ON FUNCTION streamwm_internal._launch() FROM PUBLIC;
 
 
 /* ---------------------------------------------------------------------

@@ -363,6 +363,9 @@ refuse_distributing_call(Node *node, void *context)
 			}
 		}
 	}
+	/* SELECT (SELECT create_distributed_table(...)) too */
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, refuse_distributing_call, context, 0);
 	return expression_tree_walker(node, refuse_distributing_call, context);
 }
 

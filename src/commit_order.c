@@ -745,9 +745,11 @@ sw_partition_holders(Oid relid, int npartitions, SwPartitionHold *holds)
  * holds, as before.
  */
 int
-sw_pick_free_partition(Oid relid, int npartitions, int start)
+sw_pick_free_partition(Oid relid, int npartitions, int start, bool *claimed)
 {
 	LOCKTAG		claim;
+
+	*claimed = true;
 
 	/* one this session claimed already (its cached choice was forgotten) */
 	for (int p = 0; p < npartitions; p++)
@@ -764,6 +766,7 @@ sw_pick_free_partition(Oid relid, int npartitions, int start)
 		if (LockAcquire(&claim, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL)
 			return p;
 	}
+	*claimed = false;
 	for (int k = 0; k < npartitions; k++)
 	{
 		int			p = (start + k) % npartitions;
@@ -776,6 +779,21 @@ sw_pick_free_partition(Oid relid, int npartitions, int start)
 			return p;
 	}
 	return start;
+}
+
+/*
+ * Does this session still hold its claim on the partition?  DISCARD ALL
+ * and pg_advisory_unlock_all() release it (it is an advisory lock), and a
+ * pooler runs DISCARD ALL between its clients: the session then picks
+ * again (ingest.c).
+ */
+bool
+sw_partition_claimed(Oid relid, int partition)
+{
+	LOCKTAG		claim;
+
+	set_tag(&claim, relid, (uint32) partition, SW_CLAIM_LOCK_CLASS);
+	return LockHeldByMe(&claim, ExclusiveLock);
 }
 
 /*

@@ -67,6 +67,7 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/array.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -99,6 +100,8 @@ typedef struct IngestCacheEntry
 	MemoryContext cxt;
 	int			npartitions;
 	int			sticky_partition;
+	bool		sticky_claimed; /* ... claimed by this session (commit_order.c) */
+	LocalTransactionId sticky_checked;	/* the transaction that last checked the claim */
 	Oid			seqoid;
 	AttrNumber	att_partition;
 	AttrNumber	att_offset;
@@ -373,6 +376,8 @@ ingest_state(Relation rel, Trigger *trigger)
 			 RelationGetRelationName(rel));
 	/* picked at the first row that needs it (sw_pick_free_partition) */
 	entry->sticky_partition = -1;
+	entry->sticky_claimed = false;
+	entry->sticky_checked = InvalidLocalTransactionId;
 	/* only a stream's own trigger may write its commit log */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -568,12 +573,24 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 	}
 	else
 	{
+		/* once a transaction: is the claim still ours (DISCARD ALL)? */
+		if (st->sticky_partition >= 0 && st->sticky_claimed &&
+			st->sticky_checked != MyProc->lxid)
+		{
+			if (!sw_partition_claimed(RelationGetRelid(rel), st->sticky_partition))
+				st->sticky_partition = -1;
+			st->sticky_checked = MyProc->lxid;
+		}
 		if (st->sticky_partition < 0)
+		{
 			st->sticky_partition =
 				sw_pick_free_partition(RelationGetRelid(rel), st->npartitions,
 									   (int) (hash_combine(murmurhash32((uint32) MyProcPid),
 														   murmurhash32(RelationGetRelid(rel))) %
-											  (uint32) st->npartitions));
+											  (uint32) st->npartitions),
+									   &st->sticky_claimed);
+			st->sticky_checked = MyProc->lxid;
+		}
 		partition = st->sticky_partition;
 	}
 	values[st->att_partition - 1] = Int32GetDatum(partition);

@@ -117,6 +117,8 @@ int			sw_max_workers = 8;
 #define SW_MAX_SLEEP_MS 1000L
 /* longest backoff after errors */
 #define SW_MAX_BACKOFF_MS 60000L
+/* a database's worker is started at most this often */
+#define SW_MIN_START_INTERVAL_US USECS_PER_SEC
 /* how long after a granule's end a tick comes (next_tick) */
 #define SW_TICK_SLACK_US 2000
 /* how often a worker whose schedule is fresh checks that streamwm is there */
@@ -270,6 +272,7 @@ typedef struct ProbedDb
 	bool		present;		/* seen in pg_database this round */
 	bool		wanted;			/* asked for (first seen, CREATE EXTENSION, a new stream) */
 	TimestampTz restart_at;		/* after an error: when to start it again; 0: no */
+	TimestampTz last_start;		/* when we last started its worker */
 	int			slot;			/* its worker's shared slot, -1: none */
 	BackgroundWorkerHandle *handle; /* in TopMemoryContext */
 } ProbedDb;
@@ -417,6 +420,7 @@ streamwm_launcher_main(Datum arg)
 				/* a database seen for the first time is probed once */
 				entry->wanted = true;
 				entry->restart_at = 0;
+				entry->last_start = 0;
 				entry->slot = -1;
 				entry->handle = NULL;
 			}
@@ -452,12 +456,22 @@ streamwm_launcher_main(Datum arg)
 			}
 			if (!entry->present || sw_database_kept_away(entry->dboid))
 				continue;
-			due = entry->wanted ||
-				(entry->restart_at != 0 && entry->restart_at <= now);
-			if (due)
-				to_start = lappend_oid(to_start, entry->dboid);
-			else if (entry->restart_at != 0)
-				sleep_ms = Min(sleep_ms, (entry->restart_at - now) / 1000 + 1);
+			/*
+			 * A request does not cut short the wait after an error, and a
+			 * database gets at most one start a second: asking (CREATE
+			 * EXTENSION, a new stream) must not let anyone make the
+			 * launcher fork workers as fast as they can ask.
+			 */
+			{
+				TimestampTz not_before = Max(entry->restart_at,
+											 entry->last_start + SW_MIN_START_INTERVAL_US);
+
+				due = (entry->wanted || entry->restart_at != 0) && not_before <= now;
+				if (due)
+					to_start = lappend_oid(to_start, entry->dboid);
+				else if (entry->wanted || entry->restart_at != 0)
+					sleep_ms = Min(sleep_ms, (not_before - now) / 1000 + 1);
+			}
 		}
 		/* (not in the scan above: a transaction's end would end it) */
 		foreach(lc, to_start)
@@ -488,6 +502,7 @@ streamwm_launcher_main(Datum arg)
 				entry->slot = slot;
 				entry->wanted = false;
 				entry->restart_at = 0;
+				entry->last_start = now;
 			}
 			else
 			{

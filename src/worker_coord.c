@@ -444,7 +444,15 @@ coord_process_utility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
-	if (coord != NULL)
+	/*
+	 * Only a statement of its own, outside a transaction block (where DROP
+	 * DATABASE, CREATE DATABASE and SET TABLESPACE must run anyway): its
+	 * transaction then ends with it, and so does the mark.  Inside a block
+	 * a savepoint or PREPARE TRANSACTION could keep the mark, and the
+	 * worker away, for as long as the block lives; a RENAME there fails on
+	 * the worker's session as on any other, and can be run alone.
+	 */
+	if (coord != NULL && context == PROCESS_UTILITY_TOPLEVEL && !IsTransactionBlock())
 	{
 		switch (nodeTag(parsetree))
 		{
@@ -452,14 +460,15 @@ coord_process_utility(PlannedStmt *pstmt, const char *queryString,
 				keep_workers_away(((DropdbStmt *) parsetree)->dbname);
 				break;
 			case T_RenameStmt:
-				if (((RenameStmt *) parsetree)->renameType == OBJECT_DATABASE)
+				if (((RenameStmt *) parsetree)->renameType == OBJECT_DATABASE &&
+					have_createdb_privilege())
 					keep_workers_away(((RenameStmt *) parsetree)->subname);
 				break;
 			case T_CreatedbStmt:
 				{
 					const char *template = template_of((CreatedbStmt *) parsetree);
 
-					if (template != NULL)
+					if (template != NULL && have_createdb_privilege())
 						keep_workers_away(template);
 				}
 				break;
