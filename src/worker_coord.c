@@ -19,7 +19,9 @@
  *				  sessions: DROP DATABASE, ALTER DATABASE ... RENAME TO or
  *				  SET TABLESPACE, CREATE DATABASE ... TEMPLATE.  The
  *				  ProcessUtility hook marks the database, stops its worker
- *				  and, when the command's transaction ends, unmarks it and
+ *				  (only for a statement alone, outside a transaction block:
+ *				  its transaction ends with it) and, when the command's
+ *				  transaction ends, unmarks it and
  *				  asks for the worker again (the launcher starts none for a
  *				  database that no longer exists).  So plain DROP DATABASE
  *				  works while a worker runs, as TimescaleDB's loader does it.
