@@ -173,7 +173,12 @@ start_db_worker(Oid dboid, const char *dbname, int slot, BackgroundWorkerHandle 
 			 dbname ? dbname : "?");
 	snprintf(worker.bgw_type, BGW_MAXLEN, "streamwm worker");
 	worker.bgw_main_arg = ObjectIdGetDatum(dboid);
-	memcpy(worker.bgw_extra, &slot, sizeof(slot));
+	{
+		uint32		generation = sw_slot_generation(slot);
+
+		memcpy(worker.bgw_extra, &slot, sizeof(slot));
+		memcpy(worker.bgw_extra + sizeof(slot), &generation, sizeof(generation));
+	}
 	/* tell the launcher when it stops */
 	worker.bgw_notify_pid = MyProcPid;
 	return RegisterDynamicBackgroundWorker(&worker, handle);
@@ -880,13 +885,15 @@ streamwm_worker_main(Datum arg)
 	TimestampTz extension_checked;
 
 	int			slot;
+	uint32		generation;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	memcpy(&slot, MyBgworkerEntry->bgw_extra, sizeof(slot));
-	/* a database that DROP DATABASE (or the like) keeps us out of */
-	if (!sw_worker_attach(slot))
+	memcpy(&generation, MyBgworkerEntry->bgw_extra + sizeof(slot), sizeof(generation));
+	/* a database that DROP DATABASE (or the like) keeps us out of, or a stale slot */
+	if (!sw_worker_attach(slot, generation))
 		sw_worker_exit_cleanly();
 	BackgroundWorkerInitializeConnectionByOid(dboid, InvalidOid, 0);
 	/* steps need READ COMMITTED (process.c), whatever the database's default */

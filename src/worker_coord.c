@@ -56,6 +56,7 @@ typedef struct SwWorkerSlot
 	Oid			dboid;
 	pid_t		pid;			/* 0 until the worker runs, and once it left */
 	bool		clean_exit;		/* it left because it had nothing to do */
+	uint32		generation;		/* one more each time the slot is taken */
 } SwWorkerSlot;
 
 typedef struct SwCoordShared
@@ -223,10 +224,23 @@ sw_slot_acquire(Oid dboid)
 			coord->slots[i].dboid = dboid;
 			coord->slots[i].pid = 0;
 			coord->slots[i].clean_exit = false;
+			coord->slots[i].generation++;
 		}
 	}
 	SpinLockRelease(&coord->mutex);
 	return slot;
+}
+
+/* The slot's generation, for its worker to check that it is still its own. */
+uint32
+sw_slot_generation(int slot)
+{
+	uint32		generation;
+
+	SpinLockAcquire(&coord->mutex);
+	generation = coord->slots[slot].generation;
+	SpinLockRelease(&coord->mutex);
+	return generation;
 }
 
 bool
@@ -296,22 +310,31 @@ slot_exit_callback(int code, Datum arg)
 }
 
 /*
- * A database worker starting in 'slot': records its pid.  Returns false if
- * its database is kept away (the caller leaves cleanly): either the
- * utility command sees our pid and stops us, or we see its mark.
+ * A database worker starting in 'slot' of 'generation': records its pid.
+ * Returns false if it must leave at once: its database is kept away (either
+ * the utility command sees our pid and stops us, or we see its mark), or
+ * the slot is no longer the one we were started in (a launcher started
+ * after ours freed it before we got here, and may have given it to another
+ * database): then we leave without touching it.
  */
 bool
-sw_worker_attach(int slot)
+sw_worker_attach(int slot, uint32 generation)
 {
 	bool		away;
+	bool		ours;
 
 	if (coord == NULL || slot < 0 || slot >= coord->nslots)
 		return true;
-	my_slot = slot;
 	SpinLockAcquire(&coord->mutex);
-	coord->slots[slot].pid = MyProcPid;
-	away = kept_away_locked(coord->slots[slot].dboid);
+	ours = coord->slots[slot].in_use && coord->slots[slot].generation == generation &&
+		coord->slots[slot].pid == 0;
+	if (ours)
+		coord->slots[slot].pid = MyProcPid;
+	away = ours && kept_away_locked(coord->slots[slot].dboid);
 	SpinLockRelease(&coord->mutex);
+	if (!ours)
+		return false;
+	my_slot = slot;
 	before_shmem_exit(slot_exit_callback, (Datum) 0);
 	return !away;
 }
