@@ -1332,6 +1332,41 @@ exec_stream_time(const char *sql, Oid relid, TimestampTz t, int expected)
 	sw_spi_exec(sql, 2, types, values, NULL, expected);
 }
 
+/*
+ * Are late rows logged in the offsets a pane-plan fold reads (pane.c): per
+ * partition n, after 'start' and after folded[n] (folded (Datum) 0: none),
+ * up to processed[n]?  Rows judged late in this step are logged before the
+ * fold runs; a query that is behind, or rebuilds its panes, reads rows of
+ * earlier steps too.  One probe of the log's key per partition, as the
+ * catalog's owner.
+ */
+bool
+sw_catalog_has_late_in(Oid relid, int64 start, Datum processed, Datum folded)
+{
+	SwRoleContext cx;
+	Oid			types[4] = {OIDOID, INT8OID, INT8ARRAYOID, INT8ARRAYOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', ' ', folded == (Datum) 0 ? 'n' : ' '};
+	bool		found;
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int64GetDatum(start);
+	values[2] = processed;
+	values[3] = folded;
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT 1 FROM pg_catalog.unnest($3) WITH ORDINALITY AS o(done, n)"
+				" WHERE EXISTS (SELECT 1 FROM streamwm.late_event_log l"
+				"  WHERE l.stream OPERATOR(pg_catalog.=) $1"
+				"    AND l.partition OPERATOR(pg_catalog.=) (o.n OPERATOR(pg_catalog.-) 1)::pg_catalog.int4"
+				"    AND l.sw_offset OPERATOR(pg_catalog.>) GREATEST($2, coalesce(($4)[o.n], 0))"
+				"    AND l.sw_offset OPERATOR(pg_catalog.<=) o.done)"
+				" LIMIT 1",
+				4, types, values, nulls, SPI_OK_SELECT);
+	found = SPI_processed > 0;
+	sw_leave_role(&cx);
+	return found;
+}
+
 /* Are late rows logged before 'cutoff'? (the caller runs as the catalog's owner) */
 bool
 sw_catalog_has_late_before(Oid relid, TimestampTz cutoff)

@@ -92,6 +92,7 @@ extern void sw_catalog_log_late_rows(Oid relid, int n, const int32 *partition,
 									 const int64 *offset, const TimestampTz *event_time,
 									 const TimestampTz *watermark,
 									 const TimestampTz *arrival);
+extern bool sw_catalog_has_late_in(Oid relid, int64 start, Datum processed, Datum folded);
 extern bool sw_catalog_has_late_before(Oid relid, TimestampTz cutoff);
 extern void sw_catalog_expire_late_log(Oid relid, TimestampTz cutoff);
 extern bool sw_catalog_newest_mark_below(Oid relid, TimestampTz horizon,

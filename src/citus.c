@@ -57,7 +57,6 @@
 #include "citus.h"
 
 static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
-static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /* Citus's functions that turn a local table into a Citus table */
 static const char *const distributing_functions[] = {
@@ -400,12 +399,9 @@ citus_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
 	}
 }
 
-/* COPY FROM into a stream that Citus manages. */
-static void
-citus_process_utility(PlannedStmt *pstmt, const char *queryString,
-					  bool readOnlyTree, ProcessUtilityContext context,
-					  ParamListInfo params, QueryEnvironment *queryEnv,
-					  DestReceiver *dest, QueryCompletion *qc)
+/* Before a utility statement (streamwm.c): COPY FROM into a stream that Citus manages. */
+void
+sw_citus_utility(PlannedStmt *pstmt)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
@@ -421,12 +417,6 @@ citus_process_utility(PlannedStmt *pstmt, const char *queryString,
 			streamwm_table_role(relid, &is_stream, &qname) && is_stream)
 			sw_citus_refuse_stream(relid);
 	}
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-							params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
 }
 
 /* Called from _PG_init. */
@@ -435,6 +425,4 @@ sw_citus_init(void)
 {
 	prev_post_parse_analyze_hook = post_parse_analyze_hook;
 	post_parse_analyze_hook = citus_post_parse_analyze;
-	prev_ProcessUtility = ProcessUtility_hook;
-	ProcessUtility_hook = citus_process_utility;
 }

@@ -7,6 +7,8 @@
 #ifndef STREAMWM_CITUS_H
 #define STREAMWM_CITUS_H
 
+#include "nodes/plannodes.h"
+
 extern void sw_citus_init(void);
 extern const char *sw_citus_table_kind(Oid relid);
 extern Oid	sw_citus_shard_owner(Oid relid);
@@ -14,5 +16,6 @@ extern void sw_citus_refuse_stream(Oid stream);
 extern void sw_citus_refuse_query_relation(Oid relid, Oid stream);
 extern void sw_citus_refuse_result_table(Oid result);
 extern void sw_citus_check_copy(Oid relid);
+extern void sw_citus_utility(PlannedStmt *pstmt);
 
 #endif							/* STREAMWM_CITUS_H */

@@ -169,14 +169,7 @@ events_sql(Oid relid, const CountShape *shape)
 	}
 	if (sw_replace_stream(q, relid, rows) != 1)
 		elog(ERROR, "count query does not read stream %s once", sw_relation_name(relid));
-	q->targetList = tlist;
-	q->groupClause = NIL;
-	q->groupDistinct = false;
-	q->havingQual = NULL;
-	q->hasAggs = false;
-	q->sortClause = NIL;
-	q->distinctClause = NIL;
-	q->hasDistinctOn = false;
+	sw_query_rows_only(q, tlist);
 	return sw_deparse_query(q);
 }
 

@@ -230,7 +230,7 @@ partial_aggref(Aggref *orig)
  * partition's folded offset (NULL: none), $6 the re-fire floor (rows at or
  * before it are in no window that is open or re-fired: lo, or lo -
  * allowed_lateness, sw_refire_floor), $7 whether the late log may hold
- * rows of that range (late_rows_in_fold): usually not, and then no row is
+ * rows of that range (sw_catalog_has_late_in): usually not, and then no row is
  * looked up in it (the lookup cost 1.5 - 2 us a row, bench/results-e2e.md).
  */
 static Query *
@@ -669,41 +669,6 @@ static const Oid pane_param_types[SW_PANE_NPARAMS] = {INT8OID, INT8ARRAYOID, TIM
 INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID};
 
 /*
- * May streamwm.late_event_log hold a row of the range the fold reads
- * (per partition: after the query's start offset and its folded offset, up
- * to the processed one; folded NULL: from the start offset)?  Rows judged
- * late in this step are logged before the fold runs; a query that is
- * behind, or rebuilds its panes, reads rows of earlier steps too.  As the
- * catalog's owner: one probe of the log's key per partition.
- */
-static bool
-late_rows_in_fold(const SwQueryDef *def, Datum offsets, Datum folded, bool folded_null)
-{
-	SwRoleContext cx;
-	Oid			types[4] = {OIDOID, INT8OID, INT8ARRAYOID, INT8ARRAYOID};
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', ' ', folded_null ? 'n' : ' '};
-	bool		found;
-
-	values[0] = ObjectIdGetDatum(def->stream);
-	values[1] = Int64GetDatum(def->start_offset);
-	values[2] = offsets;
-	values[3] = folded_null ? (Datum) 0 : folded;
-	sw_enter_catalog(&cx);
-	sw_spi_exec("SELECT 1 FROM pg_catalog.unnest($3) WITH ORDINALITY AS o(done, n)"
-				" WHERE EXISTS (SELECT 1 FROM streamwm.late_event_log l"
-				"  WHERE l.stream OPERATOR(pg_catalog.=) $1"
-				"    AND l.partition OPERATOR(pg_catalog.=) (o.n OPERATOR(pg_catalog.-) 1)::pg_catalog.int4"
-				"    AND l.sw_offset OPERATOR(pg_catalog.>) GREATEST($2, coalesce(($4)[o.n], 0))"
-				"    AND l.sw_offset OPERATOR(pg_catalog.<=) o.done)"
-				" LIMIT 1",
-				4, types, values, nulls, SPI_OK_SELECT);
-	found = SPI_processed > 0;
-	sw_leave_role(&cx);
-	return found;
-}
-
-/*
  * Run a step of a pane-plan query: fold, keep, combine and upsert the
  * windows starting in (lo, hi], delete the panes no open window needs, and
  * record how far the query folded.  As the query's owner.
@@ -746,7 +711,8 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 	/* after a rebuild the fold holds every row: the re-fire too (same results) */
 	values[5] = TimestampTzGetDatum(sw_refire_floor(def, lo));
 	values[6] = BoolGetDatum(!def->processing &&
-							 late_rows_in_fold(def, offsets, values[3], nulls[3] == 'n'));
+							 sw_catalog_has_late_in(def->stream, def->start_offset, offsets,
+													nulls[3] == 'n' ? (Datum) 0 : values[3]));
 	if (SPI_execute_plan(e->plan, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
 	*windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));

@@ -432,6 +432,27 @@ window_rows_query(Oid relid, int64 size_us)
 							   types, lengthof(types));
 }
 
+/*
+ * Make q a source of rows: its FROM and WHERE, with 'tlist' as its outputs,
+ * and no grouping, aggregation, HAVING, window, ordering or DISTINCT (the
+ * per-event row sources of session and count queries).
+ */
+void
+sw_query_rows_only(Query *q, List *tlist)
+{
+	q->targetList = tlist;
+	q->groupClause = NIL;
+	q->groupingSets = NIL;
+	q->groupDistinct = false;
+	q->hasAggs = false;
+	q->havingQual = NULL;
+	q->hasWindowFuncs = false;
+	q->windowClause = NIL;
+	q->sortClause = NIL;
+	q->distinctClause = NIL;
+	q->hasDistinctOn = false;
+}
+
 /* The condition that the stream row sw_s is not late (not in the late log). */
 char *
 sw_not_late_sql(Oid relid)

@@ -73,6 +73,7 @@ extern List *sw_query_relids(Query *q);
 extern Query *sw_analyze_window_query(const char *query);
 extern Query *sw_analyze_internal(const char *sql, const Oid *types, int ntypes);
 extern int	sw_replace_stream(Query *q, Oid relid, Query *rows);
+extern void sw_query_rows_only(Query *q, List *tlist);
 extern char *sw_stream_columns_sql(Oid relid, const char *alias);
 extern char *sw_not_late_sql(Oid relid);
 extern char *sw_interval_literal(int64 usec);

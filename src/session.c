@@ -193,15 +193,7 @@ sw_session_statement(const SwQueryDef *def)
 	}
 	if (sw_replace_stream(rows, def->stream, session_rows_query(def->stream)) != 1)
 		elog(ERROR, "streamwm: session query \"%s\" reads its stream more than once", def->name);
-	rows->targetList = tlist;
-	rows->groupClause = NIL;
-	rows->groupingSets = NIL;
-	rows->hasAggs = false;
-	rows->havingQual = NULL;
-	rows->sortClause = NIL;
-	rows->distinctClause = NIL;
-	rows->hasDistinctOn = false;
-	rows->windowClause = NIL;
+	sw_query_rows_only(rows, tlist);
 
 	/*
 	 * Sessions: a row starts one when it is the first of its group or

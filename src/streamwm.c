@@ -1,6 +1,8 @@
 /*-------------------------------------------------------------------------
  * streamwm.c
- *	  Module entry: _PG_init and the GUCs.
+ *	  Module entry: _PG_init, the GUCs, and the one ProcessUtility hook
+ *	  (what streamwm checks before a utility statement: worker_coord.c's
+ *	  databases kept away, citus.c's refusals).
  *
  * Data flows ingest.c (rows into stream tables) -> process.c (one step:
  * read, watermark.c, close windows with query.c, retention), with state in
@@ -11,6 +13,7 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "tcop/utility.h"
 #include "utils/guc.h"
 
 #include "catalog.h"
@@ -18,10 +21,29 @@
 #include "commit_order.h"
 #include "limit.h"
 #include "worker.h"
+#include "worker_coord.h"
 
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+static void
+sw_process_utility(PlannedStmt *pstmt, const char *queryString,
+				   bool readOnlyTree, ProcessUtilityContext context,
+				   ParamListInfo params, QueryEnvironment *queryEnv,
+				   DestReceiver *dest, QueryCompletion *qc)
+{
+	sw_coord_utility(pstmt, context);
+	sw_citus_utility(pstmt);
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+							params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
 
 int			sw_batch_size = 100000;
 bool		sw_pane_engine = true;
@@ -36,6 +58,8 @@ _PG_init(void)
 
 	sw_commit_order_init();
 	sw_citus_init();
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = sw_process_utility;
 
 	DefineCustomIntVariable("streamwm.batch_size",
 							"Rows read from a stream per batch of a processing step.",

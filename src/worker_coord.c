@@ -74,7 +74,6 @@ typedef struct SwCoordShared
 static SwCoordShared *coord = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 /* the slot of this database worker, -1 elsewhere */
 static int	my_slot = -1;
@@ -116,11 +115,6 @@ coord_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-static void coord_process_utility(PlannedStmt *pstmt, const char *queryString,
-								  bool readOnlyTree, ProcessUtilityContext context,
-								  ParamListInfo params, QueryEnvironment *queryEnv,
-								  DestReceiver *dest, QueryCompletion *qc);
-
 /* From _PG_init while shared_preload_libraries is being processed. */
 void
 sw_coord_init(void)
@@ -129,8 +123,6 @@ sw_coord_init(void)
 	shmem_request_hook = coord_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = coord_shmem_startup;
-	prev_ProcessUtility = ProcessUtility_hook;
-	ProcessUtility_hook = coord_process_utility;
 }
 
 bool
@@ -461,11 +453,9 @@ moves_tablespace(AlterDatabaseStmt *stmt)
 	return false;
 }
 
-static void
-coord_process_utility(PlannedStmt *pstmt, const char *queryString,
-					  bool readOnlyTree, ProcessUtilityContext context,
-					  ParamListInfo params, QueryEnvironment *queryEnv,
-					  DestReceiver *dest, QueryCompletion *qc)
+/* Before a utility statement (streamwm.c): keep workers away from a database it needs alone. */
+void
+sw_coord_utility(PlannedStmt *pstmt, ProcessUtilityContext context)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
@@ -505,10 +495,4 @@ coord_process_utility(PlannedStmt *pstmt, const char *queryString,
 				break;
 		}
 	}
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-							params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
 }

@@ -7,9 +7,12 @@
 #define STREAMWM_WORKER_COORD_H
 
 #include "nodes/pg_list.h"
+#include "nodes/plannodes.h"
+#include "tcop/utility.h"
 
 extern void sw_coord_init(void);
 extern bool sw_coord_active(void);
+extern void sw_coord_utility(PlannedStmt *pstmt, ProcessUtilityContext context);
 
 /* backends */
 extern void sw_request_worker(Oid dboid);
