@@ -13,6 +13,11 @@
 #   dir (the cluster's directory) and PSQL.
 # bench_report
 #   the file a script appends its dated report section to.
+# step_times OUT FIRST
+#   the time of each step marked "@step STREAM SEC" in psql output OUT
+#   (\timing on), for SEC >= FIRST: lines "STREAM MS" in $dir/steps.txt.
+# step_stats STREAM
+#   "median p10 p90 count" of STREAM's step times in $dir/steps.txt.
 
 bench_as_postgres() {
     [ "$(id -u)" = 0 ] || return 0
@@ -48,4 +53,14 @@ bench_cluster() {
 
 bench_report() {
     if [ -n "${BENCH_OUT:-}" ]; then echo "$BENCH_OUT/section.md"; else echo "$here/REPORT.md"; fi
+}
+
+step_times() {
+    awk -v first="$2" '/^@step/ { s = $2; sec = $3; next }
+         /^Time:/ && s != "" { if (sec >= first) print s, $2; s = "" }' "$1" >"$dir/steps.txt"
+}
+
+step_stats() {
+    awk -v s="$1" '$1 == s { print $2 }' "$dir/steps.txt" | sort -g |
+        awk '{ a[NR] = $1 } END { printf "%.1f %.1f %.1f %d", a[int((NR + 1) / 2)], a[int(NR * 0.1) + 1], a[int(NR * 0.9)], NR }'
 }

@@ -75,16 +75,11 @@ t0=$(date +%s)
 } | $PSQL >"$dir/out.txt"
 elapsed=$(( $(date +%s) - t0 ))
 # step times: the Time line following each @step marker, for timed seconds only
-awk -v first="$warm" '/^@step/ { s = $2; sec = $3; next }
-     /^Time:/ && s != "" { if (sec >= first) print s, $2; s = "" }' "$dir/out.txt" >"$dir/steps.txt"
-stats() {  # stats STREAM: median p10 p90 of its step times
-    awk -v s="$1" '$1 == s { print $2 }' "$dir/steps.txt" | sort -g |
-        awk '{ a[NR] = $1 } END { printf "%.1f %.1f %.1f %d", a[int((NR + 1) / 2)], a[int(NR * 0.1) + 1], a[int(NR * 0.9)], NR }'
-}
-read -r m1 p1 P1 n1 <<<"$(stats s1)"; read -r m60 p60 P60 n60 <<<"$(stats s60)"
+step_times "$dir/out.txt" "$warm"
+read -r m1 p1 P1 n1 <<<"$(step_stats s1)"; read -r m60 p60 P60 n60 <<<"$(step_stats s60)"
 r=$(awk "BEGIN{printf \"%.2f\", $m60 / $m1}")
 if [ "$general" = 1 ]; then
-    read -r g1 gp1 gP1 gn1 <<<"$(stats g1)"; read -r g60 gp60 gP60 gn60 <<<"$(stats g60)"
+    read -r g1 gp1 gP1 gn1 <<<"$(step_stats g1)"; read -r g60 gp60 gP60 gn60 <<<"$(step_stats g60)"
     gr=$(awk "BEGIN{printf \"%.2f\", $g60 / $g1}")
 fi
 check=$($PSQL -c "SELECT string_agg(query || ': ' || windows_emitted || ' windows' || coalesce(', ERROR ' || last_error, ''), '; ' ORDER BY query) FROM streamwm.queries")

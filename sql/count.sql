@@ -183,6 +183,29 @@ SELECT streamwm.create_count_query('cw_a_e',
 SELECT streamwm.process('cw_a', now => now());
 SELECT cw_diff('cw_a_e', 'cw_model_t') AS diff_earliest, (SELECT count(*) FROM cw_a_e) AS windows;
 
+-- 2b. _s and _g keep partial states per chunk of events (sum, min, count
+-- have combine functions: a step reads only the events W passed since the
+-- last); _t (array_agg) and _p (percentile_cont) read their incomplete
+-- windows' events again at each step
+SELECT c.relname AS state_table,
+       EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'sw_chunk') AS keeps_chunks
+  FROM pg_class c WHERE c.relname IN ('cw_a_t_count', 'cw_a_s_count', 'cw_a_g_count', 'cw_a_p_count')
+ ORDER BY 1;
+-- the chunks are a cache of the retained rows: made anew when their stamp
+-- no longer matches, and when a state fails its check (that step fails;
+-- the next one makes them anew)
+SELECT count(*) > 0 AS has_chunks FROM cw_a_s_count WHERE sw_chunk >= 0;
+UPDATE streamwm.query_def SET pane_stamp = NULL WHERE name = 'cw_a_g';
+UPDATE cw_a_s_count SET sw_a1 = '\x0102'::bytea WHERE sw_chunk >= 0;
+CALL cw_load(301, 340, 7);
+SELECT streamwm.process('cw_a', now => now());
+SELECT streamwm.process('cw_b', now => now());
+SELECT name, errors, last_error FROM streamwm.query_def WHERE name IN ('cw_a_s', 'cw_a_g') ORDER BY 1;
+SELECT q, cw_diff('cw_a_' || q, 'cw_model_' || q) AS diff_a,
+       cw_diff('cw_b_' || q, 'cw_model_' || q) AS diff_b,
+       cw_diff('cw_a_' || q, 'cw_b_' || q) AS diff_ab
+  FROM unnest(ARRAY['t', 's', 'g', 'p']) q;
+
 -- 3. alter_query and recompute are refused; drop_query drops the state table
 SELECT streamwm.alter_query('cw_b_t', 'SELECT k, count(*) AS n FROM cw_b GROUP BY k');
 SELECT streamwm.recompute('cw_b_t', '-infinity', 'infinity');

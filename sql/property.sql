@@ -75,6 +75,10 @@ BEGIN
     PERFORM streamwm.create_count_query('prop_cq',
         'SELECT k, count(*) AS n, sum(v) AS s, array_agg(v ORDER BY v) AS vs FROM prop_c WHERE v % 5 <> 0 GROUP BY k',
         count_size, count_slide);
+    -- the same without array_agg: it keeps partial states per chunk of events
+    PERFORM streamwm.create_count_query('prop_ck',
+        'SELECT k, count(*) AS n, sum(v) AS s FROM prop_c WHERE v % 5 <> 0 GROUP BY k',
+        count_size, count_slide);
     PERFORM streamwm.create_query('prop_q',
         'SELECT k, count(*) AS n, sum(v) AS s, array_agg(v ORDER BY v) AS vs FROM prop_s WHERE v % 5 <> 0 GROUP BY k',
         hop => make_interval(secs => hop), size => make_interval(secs => size));
@@ -252,11 +256,17 @@ BEGIN
     SELECT count(*) INTO count_windows FROM prop_cq;
     SELECT count(*) INTO count_missing FROM (TABLE model_count EXCEPT TABLE prop_cq) d;
     SELECT count(*) INTO count_extra FROM (TABLE prop_cq EXCEPT TABLE model_count) d;
+    count_missing := count_missing + (SELECT count(*) FROM (
+        SELECT m.window_seq, m.window_start, m.window_end, m.k, m.n, m.s FROM model_count m
+        EXCEPT TABLE prop_ck) d);
+    count_extra := count_extra + (SELECT count(*) FROM (
+        TABLE prop_ck EXCEPT
+        SELECT m.window_seq, m.window_start, m.window_end, m.k, m.n, m.s FROM model_count m) d);
 
     PERFORM streamwm.drop_stream('prop_s', cascade => true);
     PERFORM streamwm.drop_stream('prop_ss', cascade => true);
     PERFORM streamwm.drop_stream('prop_c', cascade => true);
-    DROP TABLE prop_cq, model_count;
+    DROP TABLE prop_cq, prop_ck, model_count;
     DROP TABLE prop_q, prop_q2, prop_q3, prop_q4_off, prop_q4_on, model_events, model_result, model_expr,
                prop_sq, prop_sk, model_sessions;
     INSERT INTO prop_results VALUES (seed, events, partitions, hop, size, late_model, late_got,

@@ -30,15 +30,26 @@
  * once retention removed rows, so a step fails (and holds every row back)
  * while it is missing.
  *
- * One statement per step, as the query's owner: it reads the rows with
- * L <= t < W (L = min(closed_until, every group's keep time)), keeps per
- * group those from its keep event on (or, with none, those with t >=
- * closed_until), numbers them on from the state, upserts every window of
- * the group that is now complete and n >= sw_next (the user's query over
- * the window's rows, grouped by window), and upserts the new state.  The
- * results, the state and closed_until are written in the step's
- * transaction: exactly once, as for the other plans.  Retention keeps
- * every row from L on (query_def.count_needs, recorded by the step).
+ * A query whose aggregates all have combine functions also keeps, in the
+ * same table, the partial states of the chunks of events its windows not
+ * emitted yet are made of (count_lead below): its step reads only the
+ * events with closed_until <= t < W, each once, numbers them on from the
+ * state, folds them into chunks, combines every window complete now from
+ * its chunks, and keeps the chunks still needed (chunk_statement).  The
+ * chunks are a cache: when their stamp does not match, the step deletes
+ * them and reads the events from each group's keep event again, as the
+ * other queries do every step.
+ *
+ * Without chunks, one statement per step, as the query's owner: it reads
+ * the rows with L <= t < W (L = min(closed_until, every group's keep
+ * time)), keeps per group those from its keep event on (or, with none,
+ * those with t >= closed_until), numbers them on from the state, upserts
+ * every window of the group that is now complete and n >= sw_next (the
+ * user's query over the window's rows, grouped by window), and upserts the
+ * new state (count_statement).  The results, the state and closed_until
+ * are written in the step's transaction: exactly once, as for the other
+ * plans.  Retention keeps every row from L on (query_def.count_needs,
+ * recorded by the step).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -65,6 +76,7 @@
 #include "catalog.h"
 #include "count.h"
 #include "limit.h"
+#include "pane.h"
 #include "query.h"
 #include "result.h"
 #include "step_cache.h"
@@ -73,9 +85,31 @@
 PG_FUNCTION_INFO_V1(streamwm_set_count_windows);
 PG_FUNCTION_INFO_V1(streamwm_check_count_query);
 
-/* $1 start offset, $2 processed offsets, $3 L, $4 closed_until, $5 W */
-static const Oid count_param_types[5] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID,
-TIMESTAMPTZOID, TIMESTAMPTZOID};
+/*
+ * $1 start offset, $2 processed offsets, $3 L, $4 closed_until, $5 W, $6
+ * whether the events of each group's first window not emitted are read
+ * again from its keep event (always, but for a query that keeps chunks
+ * whose chunks are valid)
+ */
+static const Oid count_param_types[6] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID,
+TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID};
+
+/*
+ * A query whose aggregates all have combine functions keeps, besides one
+ * row per group (sw_chunk = -1: sw_count, sw_next, sw_keep_*), the partial
+ * states of the chunks of events its windows not emitted yet are made of:
+ * chunk c of a group holds its events numbered c*g .. c*g + g - 1, g =
+ * gcd(size, slide), so that every window is a run of whole chunks.  A
+ * chunk row has the chunk's number, its first event (sw_ct, sw_cp,
+ * sw_co), its last event time so far (sw_cl), the group keys and a
+ * partial state per aggregate.  The fold
+ * also carries, per group, its count after the step, its first window not
+ * emitted before and after it (the trailing columns).
+ */
+static const char *const count_lead[8] = {"sw_chunk", "sw_ct", "sw_cp", "sw_co", "sw_cl",
+"sw_total", "sw_gnext", "sw_nn"};
+#define COUNT_NLEAD 5
+#define COUNT_NTRAIL 3
 
 /* A count query as analyzed: the stream's entry and the group keys. */
 typedef struct CountShape
@@ -182,7 +216,7 @@ events_sql(Oid relid, const CountShape *shape)
  */
 static char *
 numbered_sql(const CountShape *sh, const char *events, const char *state,
-			 int64 size, int64 slide)
+			 int64 size, int64 slide, bool chunks)
 {
 	char	   *k = key_list(sh, "");
 
@@ -205,7 +239,8 @@ numbered_sql(const CountShape *sh, const char *events, const char *state,
 					" NULL::pg_catalog.timestamptz AS sw_kt, NULL::pg_catalog.int4 AS sw_kp,"
 					" NULL::pg_catalog.int8 AS sw_ko FROM (%s) sw_n"
 					" UNION ALL SELECT %s, NULL, NULL, NULL, sw_x.sw_count, sw_x.sw_next,"
-					" sw_x.sw_keep_t, sw_x.sw_keep_p, sw_x.sw_keep_o FROM %s sw_x"
+					" CASE WHEN $6 THEN sw_x.sw_keep_t END, CASE WHEN $6 THEN sw_x.sw_keep_p END,"
+					" CASE WHEN $6 THEN sw_x.sw_keep_o END FROM %s sw_x%s"
 					") sw_u WINDOW sw_g AS (PARTITION BY %s)"
 					") sw_v WHERE sw_v.sw_t IS NOT NULL AND CASE WHEN sw_v.sw_gkt IS NULL"
 					" THEN sw_v.sw_t >= $4 ELSE (sw_v.sw_t, sw_v.sw_p, sw_v.sw_o) >="
@@ -217,6 +252,7 @@ numbered_sql(const CountShape *sh, const char *events, const char *state,
 					slide,
 					events,
 					key_list(sh, "sw_x."), state,
+					chunks ? " WHERE sw_x.sw_chunk OPERATOR(pg_catalog.=) -1" : "",
 					key_list(sh, "sw_u."));
 }
 
@@ -301,19 +337,13 @@ windows_select(Oid relid, const CountShape *sh, const char *window_rows)
 }
 
 /*
- * The step's statement (parameters: count_param_types).  Returns the
- * result rows written.
+ * "sw_ins AS (INSERT INTO <result> ... ON CONFLICT ...)": the upsert of the
+ * rows of select, which outputs the query's columns, then the window's
+ * number, first and last event time.
  */
 static char *
-count_statement(const SwQueryDef *def)
+results_cte(const SwQueryDef *def, const char *select)
 {
-	CountShape *sh = count_shape(def->stream, def->query);
-	char	   *state = sw_relation_name(def->pane_table);
-	char	   *numbered = numbered_sql(sh, events_sql(def->stream, sh), state,
-										def->count_size, def->count_slide);
-	char	   *select = windows_select(def->stream, sh,
-										window_rows_sql(def->stream, sh, numbered,
-														def->count_size, def->count_slide));
 	List	   *cols;
 	StringInfoData sql;
 	StringInfoData names;
@@ -321,7 +351,6 @@ count_statement(const SwQueryDef *def)
 	StringInfoData sets;
 	StringInfoData aliases;
 	ListCell   *lc;
-	char	   *k = key_list(sh, "");
 	int			i = 0;
 
 	sw_require_result_table(def);
@@ -345,44 +374,277 @@ count_statement(const SwQueryDef *def)
 		else
 			appendStringInfo(&sets, ", %s = EXCLUDED.%s", name, name);
 	}
-
 	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "WITH sw_st AS (INSERT INTO %s AS sw_x (%s, sw_count, sw_next,"
-					 " sw_keep_t, sw_keep_p, sw_keep_o)"
-					 " SELECT %s, pg_catalog.max(sw_c.sw_total), pg_catalog.max(sw_c.sw_nn),"
-					 " pg_catalog.max(sw_c.sw_t) FILTER (WHERE sw_c.sw_num = sw_c.sw_nn * " INT64_FORMAT "),"
-					 " pg_catalog.max(sw_c.sw_p) FILTER (WHERE sw_c.sw_num = sw_c.sw_nn * " INT64_FORMAT "),"
-					 " pg_catalog.max(sw_c.sw_o) FILTER (WHERE sw_c.sw_num = sw_c.sw_nn * " INT64_FORMAT ")"
-					 " FROM (%s) sw_c GROUP BY %s"
-					 " ON CONFLICT (%s) DO UPDATE SET sw_count = EXCLUDED.sw_count,"
-					 " sw_next = EXCLUDED.sw_next, sw_keep_t = EXCLUDED.sw_keep_t,"
-					 " sw_keep_p = EXCLUDED.sw_keep_p, sw_keep_o = EXCLUDED.sw_keep_o RETURNING 1),\n"
-					 "sw_ins AS (INSERT INTO %s AS sw_r (window_seq, window_start, window_end%s)"
+	appendStringInfo(&sql, "sw_ins AS (INSERT INTO %s AS sw_r (window_seq, window_start, window_end%s)"
 					 " SELECT sw_q.sw_seq, sw_q.sw_ws, sw_q.sw_we",
-					 state, k, key_list(sh, "sw_c."),
-					 def->count_slide, def->count_slide, def->count_slide,
-					 numbered, key_list(sh, "sw_c."), k,
 					 sw_relation_name(def->result_table), names.data);
 	for (int j = 1; j <= i; j++)
 		appendStringInfo(&sql, ", sw_q.sw_o%d", j);
 	appendStringInfo(&sql, " FROM (%s) sw_q(%ssw_seq, sw_ws, sw_we)"
-					 "\nON CONFLICT (%s) DO UPDATE SET %s RETURNING 1)\n"
-					 "SELECT (SELECT pg_catalog.count(*) FROM sw_ins),"
-					 " (SELECT pg_catalog.count(*) FROM sw_st)",
+					 "\nON CONFLICT (%s) DO UPDATE SET %s RETURNING 1)",
 					 select, aliases.data, keys.data, sets.data);
 	return sql.data;
 }
 
 /*
+ * The step's statement of a query that reads the events of each group's
+ * first window not emitted again (parameters: count_param_types).
+ * Returns the result rows written.
+ */
+static char *
+count_statement(const SwQueryDef *def)
+{
+	CountShape *sh = count_shape(def->stream, def->query);
+	char	   *state = sw_relation_name(def->pane_table);
+	char	   *numbered = numbered_sql(sh, events_sql(def->stream, sh), state,
+										def->count_size, def->count_slide, false);
+	char	   *select = windows_select(def->stream, sh,
+										window_rows_sql(def->stream, sh, numbered,
+														def->count_size, def->count_slide));
+	char	   *k = key_list(sh, "");
+
+	return psprintf("WITH sw_st AS (INSERT INTO %s AS sw_x (%s, sw_count, sw_next,"
+					" sw_keep_t, sw_keep_p, sw_keep_o)"
+					" SELECT %s, pg_catalog.max(sw_c.sw_total), pg_catalog.max(sw_c.sw_nn),"
+					" pg_catalog.max(sw_c.sw_t) FILTER (WHERE sw_c.sw_num = sw_c.sw_nn * " INT64_FORMAT "),"
+					" pg_catalog.max(sw_c.sw_p) FILTER (WHERE sw_c.sw_num = sw_c.sw_nn * " INT64_FORMAT "),"
+					" pg_catalog.max(sw_c.sw_o) FILTER (WHERE sw_c.sw_num = sw_c.sw_nn * " INT64_FORMAT ")"
+					" FROM (%s) sw_c GROUP BY %s"
+					" ON CONFLICT (%s) DO UPDATE SET sw_count = EXCLUDED.sw_count,"
+					" sw_next = EXCLUDED.sw_next, sw_keep_t = EXCLUDED.sw_keep_t,"
+					" sw_keep_p = EXCLUDED.sw_keep_p, sw_keep_o = EXCLUDED.sw_keep_o RETURNING 1),\n"
+					"%s\nSELECT (SELECT pg_catalog.count(*) FROM sw_ins),"
+					" (SELECT pg_catalog.count(*) FROM sw_st)",
+					state, k, key_list(sh, "sw_c."),
+					def->count_slide, def->count_slide, def->count_slide,
+					numbered, key_list(sh, "sw_c."), k,
+					results_cte(def, select));
+}
+
+/* gcd(size, slide): the events of a chunk */
+static int64
+chunk_events(const SwQueryDef *def)
+{
+	int64		a = def->count_size;
+	int64		b = def->count_slide;
+
+	while (b != 0)
+	{
+		int64		t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/*
+ * The partial plan of a count query whose events come from rows (the
+ * stream's columns, then count_lead's), or NULL (and *why) when its
+ * aggregates cannot be kept as partial states.
+ */
+static PanePlan *
+count_plan(const SwQueryDef *def, const CountShape *sh, const char *rows, const char **why)
+{
+	Query	   *q = copyObject(sh->q);
+
+	/* no GROUP BY: one group, keyed by a constant (count_shape) */
+	if (q->groupClause == NIL)
+	{
+		SortGroupClause *sgc = makeNode(SortGroupClause);
+		TargetEntry *tle = makeTargetEntry((Expr *) makeBoolConst(true, false),
+										   list_length(q->targetList) + 1, NULL, true);
+		ListCell   *lc;
+
+		foreach(lc, q->targetList)
+			tle->ressortgroupref = Max(tle->ressortgroupref,
+									   lfirst_node(TargetEntry, lc)->ressortgroupref);
+		tle->ressortgroupref++;
+		q->targetList = lappend(q->targetList, tle);
+		sgc->tleSortGroupRef = tle->ressortgroupref;
+		get_sort_group_operators(BOOLOID, true, true, false,
+								 &sgc->sortop, &sgc->eqop, NULL, &sgc->hashable);
+		q->groupClause = list_make1(sgc);
+	}
+	return sw_partial_plan(def->stream, q,
+						   sw_analyze_internal(rows, count_param_types, lengthof(count_param_types)),
+						   count_lead, COUNT_NLEAD, COUNT_NTRAIL, "count", why);
+}
+
+/*
+ * The fold's rows of a query that keeps chunks: the events numbered this
+ * step (numbered_sql) joined back to the stream's rows, each with its
+ * chunk (count_lead).
+ */
+static char *
+chunk_rows_sql(const SwQueryDef *def, const CountShape *sh, const char *state)
+{
+	int64		g = chunk_events(def);
+	char	   *numbered = numbered_sql(sh, events_sql(def->stream, sh), state,
+										def->count_size, def->count_slide, true);
+
+	return psprintf("SELECT %s, sw_m.sw_chunk, sw_m.sw_ct, sw_m.sw_cp, sw_m.sw_co,"
+					" sw_m.sw_cl, sw_m.sw_total, sw_m.sw_gnext, sw_m.sw_nn FROM ("
+					"SELECT sw_c.sw_p, sw_c.sw_o, sw_c.sw_num / " INT64_FORMAT " AS sw_chunk,"
+					" pg_catalog.first_value(sw_c.sw_t) OVER sw_z AS sw_ct,"
+					" pg_catalog.first_value(sw_c.sw_p) OVER sw_z AS sw_cp,"
+					" pg_catalog.first_value(sw_c.sw_o) OVER sw_z AS sw_co,"
+					" pg_catalog.last_value(sw_c.sw_t) OVER sw_z AS sw_cl,"
+					" sw_c.sw_total, sw_c.sw_next AS sw_gnext, sw_c.sw_nn FROM (%s) sw_c"
+					" WINDOW sw_z AS (PARTITION BY %s, sw_c.sw_num / " INT64_FORMAT
+					" ORDER BY sw_c.sw_t, sw_c.sw_p, sw_c.sw_o"
+					" ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
+					") sw_m JOIN ONLY %s sw_s ON sw_s.sw_partition = sw_m.sw_p"
+					" AND sw_s.sw_offset = sw_m.sw_o OFFSET 0",
+					sw_stream_columns_sql(def->stream, "sw_s"), g, numbered,
+					key_list(sh, "sw_c."), g, sw_relation_name(def->stream));
+}
+
+/*
+ * Whether a query's aggregates can be kept as partial states, judged on
+ * its shape alone (a rows query of the right column types), for the
+ * layout of its state table; pp gets the plan's layout.
+ */
+static PanePlan *
+count_layout(const SwQueryDef *def, const CountShape *sh)
+{
+	const char *why;
+
+	if (!sw_pane_engine)
+		return NULL;
+	return count_plan(def, sh,
+					  psprintf("SELECT %s, 0::pg_catalog.int8,"
+							   " NULL::pg_catalog.timestamptz, 0::pg_catalog.int4, 0::pg_catalog.int8,"
+							   " NULL::pg_catalog.timestamptz, 0::pg_catalog.int8, 0::pg_catalog.int8,"
+							   " 0::pg_catalog.int8 FROM ONLY %s sw_s",
+							   sw_stream_columns_sql(def->stream, "sw_s"),
+							   sw_relation_name(def->stream)),
+					  &why);
+}
+
+/*
+ * The step's statement of a query that keeps chunks (parameters:
+ * count_param_types; $3 = $4 and $6 false unless its chunks are made
+ * anew).  In one statement: fold the events numbered now into fresh chunk
+ * states (sw_fresh); with the chunk rows of the state table, spread each
+ * group's counters over its rows (sw_u: only groups with events now have
+ * them); upsert the fresh chunks that windows not emitted yet need,
+ * merging a chunk begun earlier (sw_kc); delete the chunk rows no such
+ * window needs (sw_pr, by ctid); upsert each group's counters and keep
+ * event (sw_st); and combine every window complete now from its chunks
+ * (sw_ins).
+ */
+static char *
+chunk_statement(const SwQueryDef *def, const CountShape *sh, const PanePlan *pp)
+{
+	char	   *state = sw_relation_name(def->pane_table);
+	int64		g = chunk_events(def);
+	int64		size = def->count_size;
+	int64		slide = def->count_slide;
+	char	   *k = key_list(sh, "");
+	char	   *chunk_cols = "sw_chunk, sw_ct, sw_cp, sw_co, sw_cl";
+	char	   *kept;
+	char	   *bound = psprintf("sw_u.sw_g1 * " INT64_FORMAT " / " INT64_FORMAT, slide, g);
+	StringInfoData aggs;
+	StringInfoData aggs_d;
+	StringInfoData merge;
+	StringInfoData keep;
+	StringInfoData combine;
+	List	   *dpcontext;
+	ListCell   *lc;
+	int			nestlevel;
+
+	initStringInfo(&aggs);
+	initStringInfo(&aggs_d);
+	initStringInfo(&merge);
+	for (int i = 1; i <= pp->naggs; i++)
+	{
+		appendStringInfo(&aggs, ", sw_a%d", i);
+		appendStringInfo(&aggs_d, ", sw_d.sw_a%d", i);
+		appendStringInfo(&merge, ", sw_a%d = (SELECT streamwm_internal.merge(sw_v.sw_y, '%u'::pg_catalog.oid)"
+						 " FROM (VALUES (sw_x.sw_a%d), (EXCLUDED.sw_a%d)) sw_v(sw_y))",
+						 i, pp->aggs[i - 1], i, i);
+	}
+	/* the first event of the group's first window not emitted, if numbered */
+	initStringInfo(&keep);
+	for (int i = 0; i < 3; i++)
+	{
+		const char *c = (const char *[]) {"sw_ct", "sw_cp", "sw_co"}[i];
+
+		appendStringInfo(&keep, ", coalesce(pg_catalog.max(sw_u.%s) FILTER (WHERE sw_u.sw_chunk = %s"
+						 " AND sw_u.sw_tid IS NOT NULL), pg_catalog.max(sw_u.%s) FILTER"
+						 " (WHERE sw_u.sw_chunk = %s AND sw_u.sw_tid IS NULL))",
+						 c, bound, c, bound);
+	}
+	kept = psprintf("%s, %s%s", chunk_cols, k, aggs.data);
+
+	/* every window complete now, from its chunks */
+	dpcontext = deparse_context_for("sw_p", def->pane_table);
+	nestlevel = sw_enter_safe_path();
+	initStringInfo(&combine);
+	appendStringInfoString(&combine, "SELECT ");
+	foreach(lc, pp->outputs)
+		appendStringInfo(&combine, "%s, ", deparse_expression(lfirst(lc), dpcontext, true, false));
+	appendStringInfo(&combine, "sw_p.sw_seq, pg_catalog.min(sw_p.sw_ct), pg_catalog.max(sw_p.sw_cl)"
+					 " FROM (SELECT sw_u.*, sw_w.sw_seq FROM sw_u CROSS JOIN LATERAL"
+					 " pg_catalog.generate_series(GREATEST(sw_u.sw_g0, CASE WHEN sw_u.sw_chunk * "
+					 INT64_FORMAT " + " INT64_FORMAT " <= 0 THEN 0 ELSE (sw_u.sw_chunk * " INT64_FORMAT
+					 " + " INT64_FORMAT ") / " INT64_FORMAT " END),"
+					 " LEAST(sw_u.sw_g1 - 1, sw_u.sw_chunk * " INT64_FORMAT " / " INT64_FORMAT "))"
+					 " AS sw_w(sw_seq) WHERE sw_u.sw_g1 IS NOT NULL) sw_p GROUP BY sw_p.sw_seq, %s",
+					 g, g - size, g, g - size + slide - 1, slide,
+					 g, slide, key_list(sh, "sw_p."));
+	if (pp->having != NULL)
+		appendStringInfo(&combine, " HAVING %s",
+						 deparse_expression(pp->having, dpcontext, true, false));
+	sw_leave_safe_path(nestlevel);
+
+	return psprintf("WITH sw_fresh(%s, %s%s, sw_total, sw_gnext, sw_nn) AS (%s),\n"
+					"sw_u AS MATERIALIZED (SELECT sw_w.*, pg_catalog.max(sw_w.sw_gnext) OVER sw_g AS sw_g0,"
+					" pg_catalog.max(sw_w.sw_nn) OVER sw_g AS sw_g1,"
+					" pg_catalog.max(sw_w.sw_total) OVER sw_g AS sw_gt FROM ("
+					"SELECT NULL::pg_catalog.tid AS sw_tid, %s, sw_gnext, sw_nn, sw_total FROM sw_fresh"
+					" UNION ALL SELECT sw_d.ctid, %s, NULL, NULL, NULL FROM %s sw_d"
+					" WHERE sw_d.sw_chunk OPERATOR(pg_catalog.>=) 0) sw_w WINDOW sw_g AS (PARTITION BY %s)),\n"
+					"sw_kc AS (INSERT INTO %s AS sw_x (%s) SELECT %s FROM sw_u"
+					" WHERE sw_u.sw_tid IS NULL AND sw_u.sw_chunk >= %s"
+					" ON CONFLICT (sw_chunk, %s) DO UPDATE SET"
+					" sw_cl = GREATEST(sw_x.sw_cl, EXCLUDED.sw_cl)%s RETURNING 1),\n"
+					"sw_pr AS (DELETE FROM %s sw_d USING sw_u WHERE sw_d.ctid OPERATOR(pg_catalog.=) sw_u.sw_tid"
+					" AND sw_u.sw_g1 IS NOT NULL AND sw_u.sw_chunk < %s RETURNING 1),\n"
+					"sw_st AS (INSERT INTO %s AS sw_x (sw_chunk, %s, sw_count, sw_next,"
+					" sw_keep_t, sw_keep_p, sw_keep_o)"
+					" SELECT -1, %s, pg_catalog.max(sw_u.sw_gt), pg_catalog.max(sw_u.sw_g1)%s"
+					" FROM sw_u WHERE sw_u.sw_g1 IS NOT NULL GROUP BY %s"
+					" ON CONFLICT (sw_chunk, %s) DO UPDATE SET sw_count = EXCLUDED.sw_count,"
+					" sw_next = EXCLUDED.sw_next, sw_keep_t = EXCLUDED.sw_keep_t,"
+					" sw_keep_p = EXCLUDED.sw_keep_p, sw_keep_o = EXCLUDED.sw_keep_o RETURNING 1),\n"
+					"%s\nSELECT (SELECT pg_catalog.count(*) FROM sw_ins),"
+					" (SELECT pg_catalog.count(*) FROM sw_st), (SELECT pg_catalog.count(*) FROM sw_kc),"
+					" (SELECT pg_catalog.count(*) FROM sw_pr)",
+					chunk_cols, k, aggs.data, pp->fold_select,
+					kept, psprintf("sw_d.sw_chunk, sw_d.sw_ct, sw_d.sw_cp, sw_d.sw_co,"
+								   " sw_d.sw_cl, %s%s", key_list(sh, "sw_d."), aggs_d.data),
+					state, key_list(sh, "sw_w."),
+					state, kept, kept, bound, k, merge.data,
+					state, bound,
+					state, k, key_list(sh, "sw_u."), keep.data, key_list(sh, "sw_u."), k,
+					results_cte(def, combine.data));
+}
+
+/*
  * Make the query's state table if it has none, as its owner (the current
  * user), and record it.  Only at create_count_query: a step never makes
- * one (the counts it held cannot be rebuilt).
+ * one (the counts it held cannot be rebuilt).  A query whose aggregates
+ * can be kept as partial states gets chunk columns in front (count_lead)
+ * and a state column per aggregate after the keys; its rows are keyed
+ * (sw_chunk, keys), a group's own row having sw_chunk -1.
  */
 static void
 make_count_table(SwQueryDef *def)
 {
 	CountShape *sh = count_shape(def->stream, def->query);
+	PanePlan   *pp;
 	Oid			nsp;
 	char	   *name;
 	char	   *qname;
@@ -393,11 +655,16 @@ make_count_table(SwQueryDef *def)
 	if (OidIsValid(def->pane_table))
 		return;
 	sw_require_result_table(def);
+	pp = count_layout(def, sh);
 	nsp = get_rel_namespace(def->result_table);
 	name = ChooseRelationName(get_rel_name(def->result_table), NULL, "count", nsp, false);
 	qname = quote_qualified_identifier(get_namespace_name(nsp), name);
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "CREATE TABLE %s (", qname);
+	if (pp != NULL)
+		appendStringInfoString(&sql, "sw_chunk pg_catalog.int8 NOT NULL,"
+							   " sw_ct pg_catalog.timestamptz, sw_cp pg_catalog.int4,"
+							   " sw_co pg_catalog.int8, sw_cl pg_catalog.timestamptz, ");
 	foreach(lc, sh->keys)
 	{
 		Node	   *key = lfirst(lc);
@@ -411,17 +678,22 @@ make_count_table(SwQueryDef *def)
 			appendStringInfo(&sql, " COLLATE %s", generate_collation_name(coll));
 		appendStringInfoString(&sql, ", ");
 	}
-	appendStringInfo(&sql, "sw_count pg_catalog.int8 NOT NULL, sw_next pg_catalog.int8 NOT NULL,"
+	for (int j = 1; pp != NULL && j <= pp->naggs; j++)
+		appendStringInfo(&sql, "sw_a%d pg_catalog.bytea, ", j);
+	appendStringInfo(&sql, "sw_count pg_catalog.int8%s, sw_next pg_catalog.int8%s,"
 					 " sw_keep_t pg_catalog.timestamptz, sw_keep_p pg_catalog.int4,"
-					 " sw_keep_o pg_catalog.int8, UNIQUE NULLS NOT DISTINCT (%s))",
-					 key_list(sh, ""));
+					 " sw_keep_o pg_catalog.int8, UNIQUE NULLS NOT DISTINCT (%s%s))",
+					 pp ? "" : " NOT NULL", pp ? "" : " NOT NULL",
+					 pp ? "sw_chunk, " : "", key_list(sh, ""));
 	sw_spi_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	sw_spi_exec(psprintf("CREATE INDEX ON %s (sw_keep_t)", qname),
 				0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	sw_spi_exec(psprintf("COMMENT ON TABLE %s IS %s", qname,
 						 quote_literal_cstr(psprintf("streamwm: state of count query %s (how many "
-													 "events of each group are numbered; not a cache: "
-													 "do not change it)", def->name))),
+													 "events of each group are numbered%s; not a cache: "
+													 "do not change it)", def->name,
+													 pp ? ", and the partial aggregates of the "
+													 "windows not emitted yet" : ""))),
 				0, NULL, NULL, NULL, SPI_OK_UTILITY);
 	CommandCounterIncrement();
 	def->pane_table = get_relname_relid(name, nsp);
@@ -444,17 +716,59 @@ earliest_keep(const SwQueryDef *def)
 }
 
 /*
+ * The partial plan of the entry's query, decided once per entry: NULL
+ * when its state table has no chunks (its step reads the events of each
+ * group's first window not emitted again).
+ */
+static PanePlan *
+count_plan_of(const SwQueryDef *def, SwStepEntry *e)
+{
+	if (!e->pane_plan_decided)
+	{
+		MemoryContext old = MemoryContextSwitchTo(e->cxt);
+		CountShape *sh = count_shape(def->stream, def->query);
+		const char *why;
+
+		e->pane_plan = NULL;
+		if (get_attnum(def->pane_table, "sw_chunk") != InvalidAttrNumber)
+		{
+			e->pane_plan = count_plan(def, sh,
+									  chunk_rows_sql(def, sh, sw_relation_name(def->pane_table)),
+									  &why);
+			if (e->pane_plan == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("count query \"%s\" no longer qualifies for the partial states its state table keeps",
+								def->name),
+						 errdetail("The query does not qualify because %s.", why),
+						 errhint("Drop the query and create it again; its windows are numbered anew.")));
+		}
+		e->pane_plan_decided = true;
+		MemoryContextSwitchTo(old);
+	}
+	return e->pane_plan;
+}
+
+/*
  * A step of a count query, as its owner (the current user): number the
  * events with lo <= t < hi (lo = closed_until, hi = W), upsert the windows
  * complete now and the new state, and record what retention must keep.
+ * A query that keeps chunks reads only those events, unless its chunks
+ * are to be made anew (their stamp does not match: a state that fails its
+ * check, another server version): it then deletes them and reads, as the
+ * others do each step, every group's events from the first event of its
+ * first window not emitted (retention keeps them).
  */
 void
 sw_count_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi,
 						int64 *windows, int64 *rows)
 {
 	SwStepEntry *e = sw_step_entry(def);
-	Datum		values[5];
-	TimestampTz from;
+	PanePlan   *pp;
+	Datum		values[6];
+	TimestampTz from = lo;
+	bool		reread = true;
+	char	   *stamp = NULL;
 	bool		isnull;
 
 	*windows = 0;
@@ -465,27 +779,42 @@ sw_count_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
 				 errmsg("the state table of count query \"%s\" is missing", def->name),
 				 errdetail("It held how many events of each group were numbered, which the stream's rows no longer show."),
 				 errhint("Drop the query and create it again; its windows are numbered anew.")));
+	pp = count_plan_of(def, e);
 	if (e->plan == NULL || e->statement_pane_table != def->pane_table)
 	{
-		char	   *sql = count_statement(def);
+		char	   *sql = pp ? chunk_statement(def, count_shape(def->stream, def->query), pp)
+			: count_statement(def);
 
 		sw_step_entry_depends(e, sw_query_relids(sw_analyze_window_query(def->query)));
 		/* privileges before planning: see sw_check_statement_privileges */
-		sw_check_statement_privileges(sql, 5, count_param_types);
-		sw_step_entry_set_statement(e, sql, 5, count_param_types, def->pane_table);
+		sw_check_statement_privileges(sql, 6, count_param_types);
+		sw_step_entry_set_statement(e, sql, 6, count_param_types, def->pane_table);
 	}
-	from = Min(lo, earliest_keep(def));
+	if (pp != NULL)
+	{
+		stamp = sw_pane_stamp(pp, def->pane_table);
+		reread = def->pane_stamp == NULL || strcmp(stamp, def->pane_stamp) != 0;
+		if (reread)
+			sw_spi_exec(psprintf("DELETE FROM %s WHERE sw_chunk OPERATOR(pg_catalog.>=) 0",
+								 sw_relation_name(def->pane_table)),
+						0, NULL, NULL, NULL, SPI_OK_DELETE);
+	}
+	if (reread)
+		from = Min(lo, earliest_keep(def));
 	values[0] = Int64GetDatum(def->start_offset);
 	values[1] = offsets;
 	values[2] = TimestampTzGetDatum(from);
 	values[3] = TimestampTzGetDatum(lo);
 	values[4] = TimestampTzGetDatum(hi);
+	values[5] = BoolGetDatum(reread);
 	if (SPI_execute_plan(e->plan, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
 	*rows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
 	*windows = *rows;
 	SPI_freetuptable(SPI_tuptable);
 	/* CommandCounterIncrement by SPI: the state as the statement left it */
+	if (stamp != NULL)
+		sw_catalog_record_panes(def->name, def->pane_table, stamp, (Datum) 0);
 	sw_catalog_record_count_needs(def->name, Min(hi, earliest_keep(def)));
 }
 
@@ -540,7 +869,7 @@ streamwm_check_count_query(PG_FUNCTION_ARGS)
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	SwQueryDef *def;
 	SwRoleContext cx;
-	Datum		values[5];
+	Datum		values[6];
 	ErrorContextCallback errcb;
 
 	sw_require_extension_version();
@@ -556,14 +885,24 @@ streamwm_check_count_query(PG_FUNCTION_ARGS)
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
 	{
+		const char *why;
+		CountShape *sh;
+		PanePlan   *pp = NULL;
+
 		make_count_table(def);
+		sh = count_shape(def->stream, def->query);
+		if (get_attnum(def->pane_table, "sw_chunk") != InvalidAttrNumber)
+			pp = count_plan(def, sh, chunk_rows_sql(def, sh, sw_relation_name(def->pane_table)),
+							&why);
 		/* no row: t >= -infinity and t < -infinity */
 		values[0] = Int64GetDatum(0);
 		values[1] = PointerGetDatum(construct_empty_array(INT8OID));
 		values[2] = TimestampTzGetDatum(DT_NOBEGIN);
 		values[3] = TimestampTzGetDatum(DT_NOBEGIN);
 		values[4] = TimestampTzGetDatum(DT_NOBEGIN);
-		sw_dry_run_statement(name, count_statement(def), 5, count_param_types, values, NULL);
+		values[5] = BoolGetDatum(true);
+		sw_dry_run_statement(name, pp ? chunk_statement(def, sh, pp) : count_statement(def),
+							 6, count_param_types, values, NULL);
 	}
 	error_context_stack = errcb.previous;
 	sw_leave_role(&cx);

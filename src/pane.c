@@ -289,20 +289,23 @@ refusal(Query *q, Oid relid)
 
 /*
  * The partial-aggregate plan of query q (analyzed) over stream relid, its
- * stream replaced in the fold by rows (the stream's columns, then the
- * nlead lead columns, timestamptz, named lead[]), or NULL (and *why) when
- * the query does not qualify.  The fold groups by the lead columns and
- * the query's GROUP BY expressions.
+ * stream replaced in the fold by rows (the stream's columns, then nlead +
+ * ntrail more columns named lead[]), or NULL (and *why) when the query
+ * does not qualify.  The fold groups by those columns and the query's
+ * GROUP BY expressions, and outputs the nlead lead columns, the keys, the
+ * partial states, then the ntrail others (functions of the lead columns
+ * and keys, which the state table does not hold).
  */
 PanePlan *
 sw_partial_plan(Oid relid, Query *q, Query *rows, const char *const *lead, int nlead,
-				const char *suffix, const char **why)
+				int ntrail, const char *suffix, const char **why)
 {
 	Query	   *fq;
 	PanePlan   *pp;
 	OverPanes	op;
 	ListCell   *lc;
 	List	   *tlist = NIL;
+	List	   *trail = NIL;
 	List	   *group = NIL;
 	RangeTblEntry *rte;
 	Index		maxref = 0;
@@ -379,18 +382,26 @@ sw_partial_plan(Oid relid, Query *q, Query *rows, const char *const *lead, int n
 		elog(ERROR, "stream %u not replaced in the fold", relid);
 	rte = linitial(fq->rtable);
 	ncols = list_length(rte->eref->colnames);
-	for (i = 0; i < nlead; i++)
+	for (i = 0; i < nlead + ntrail; i++)
 		rte->eref->colnames = lappend(rte->eref->colnames, makeString(pstrdup(lead[i])));
-	for (i = 0; i < nlead; i++)
+	pp->lead_types = palloc(sizeof(Oid) * (nlead + ntrail));
+	for (i = 0; i < nlead + ntrail; i++)
 	{
 		SortGroupClause *sgc = makeNode(SortGroupClause);
+		TargetEntry *col = list_nth_node(TargetEntry, rows->targetList, ncols + i);
+		TargetEntry *tle;
 
-		tlist = lappend(tlist, makeTargetEntry((Expr *) makeVar(1, ncols + i + 1, TIMESTAMPTZOID,
-																  -1, InvalidOid, 0),
-											   i + 1, pstrdup(lead[i]), false));
-		llast_node(TargetEntry, tlist)->ressortgroupref = maxref + i + 1;
+		pp->lead_types[i] = exprType((Node *) col->expr);
+		tle = makeTargetEntry((Expr *) makeVar(1, ncols + i + 1, pp->lead_types[i],
+											   -1, InvalidOid, 0),
+							  i + 1, pstrdup(lead[i]), false);
+		tle->ressortgroupref = maxref + i + 1;
+		if (i < nlead)
+			tlist = lappend(tlist, tle);
+		else
+			trail = lappend(trail, tle);
 		sgc->tleSortGroupRef = maxref + i + 1;
-		get_sort_group_operators(TIMESTAMPTZOID, true, true, false,
+		get_sort_group_operators(pp->lead_types[i], true, true, false,
 								 &sgc->sortop, &sgc->eqop, NULL, &sgc->hashable);
 		group = lappend(group, sgc);
 	}
@@ -424,6 +435,13 @@ sw_partial_plan(Oid relid, Query *q, Query *rows, const char *const *lead, int n
 		tlist = lappend(tlist, makeTargetEntry((Expr *) partial_aggref(a), list_length(tlist) + 1,
 											   psprintf("sw_a%d", i), false));
 	}
+	foreach(lc, trail)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		tle->resno = list_length(tlist) + 1;
+		tlist = lappend(tlist, tle);
+	}
 	fq->targetList = tlist;
 	fq->groupClause = group;
 	fq->groupDistinct = false;
@@ -448,7 +466,7 @@ sw_pane_plan(Oid relid, const char *query, int64 hop_us, TimestampTz origin,
 	if (*why != NULL)
 		return NULL;
 	return sw_partial_plan(relid, q, fold_rows_query(relid, hop_us, origin, processing_size_us),
-						   lead, 1, "panes", why);
+						   lead, 1, 0, "panes", why);
 }
 
 /* A state table's columns: the lead ones, sw_k1, .., sw_a1, .. */
@@ -473,8 +491,8 @@ sw_state_columns(const PanePlan *pp, const char *prefix, bool lead_and_keys_only
  * file (a restore or TRUNCATE makes a new one), the states' format and key
  * (sw_state_stamp) and the aggregates.
  */
-static char *
-pane_stamp(const PanePlan *pp, Oid pane_table)
+char *
+sw_pane_stamp(const PanePlan *pp, Oid pane_table)
 {
 	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(pane_table));
 	StringInfoData s;
@@ -511,7 +529,7 @@ pane_layout_matches(const PanePlan *pp, Oid pane_table)
 			break;
 		}
 		if (n < pp->nlead)
-			type = TIMESTAMPTZOID;
+			type = pp->lead_types[n];
 		else if (n < pp->nlead + pp->nkeys)
 		{
 			type = pp->key_types[n - pp->nlead];
@@ -551,7 +569,7 @@ sw_ensure_pane_table(SwQueryDef *def, const PanePlan *pp, bool *rebuild)
 		else
 		{
 			if (def->pane_stamp != NULL &&
-				strcmp(pane_stamp(pp, def->pane_table), def->pane_stamp) == 0)
+				strcmp(sw_pane_stamp(pp, def->pane_table), def->pane_stamp) == 0)
 				return;
 			sw_spi_exec(psprintf("TRUNCATE %s", sw_relation_name(def->pane_table)),
 						0, NULL, NULL, NULL, SPI_OK_UTILITY);
@@ -566,7 +584,8 @@ sw_ensure_pane_table(SwQueryDef *def, const PanePlan *pp, bool *rebuild)
 		appendStringInfo(&sql, "CREATE TABLE %s (",
 						 quote_qualified_identifier(get_namespace_name(nsp), name));
 		for (int i = 0; i < pp->nlead; i++)
-			appendStringInfo(&sql, "%s%s pg_catalog.timestamptz", i > 0 ? ", " : "", pp->lead[i]);
+			appendStringInfo(&sql, "%s%s %s", i > 0 ? ", " : "", pp->lead[i],
+							 format_type_be_qualified(pp->lead_types[i]));
 		for (int i = 0; i < pp->nkeys; i++)
 		{
 			appendStringInfo(&sql, ", sw_k%d %s", i + 1,
@@ -605,7 +624,7 @@ sw_ensure_pane_table(SwQueryDef *def, const PanePlan *pp, bool *rebuild)
 void
 sw_record_panes(SwQueryDef *def, const PanePlan *pp, Datum folded)
 {
-	char	   *stamp = pane_stamp(pp, def->pane_table);
+	char	   *stamp = sw_pane_stamp(pp, def->pane_table);
 
 	sw_catalog_record_panes(def->name, def->pane_table, stamp, folded);
 	def->folded_offsets = folded;

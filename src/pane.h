@@ -22,6 +22,7 @@ typedef struct PanePlan
 	char	   *fold_select;	/* lead columns, sw_k1.., sw_a1.. of the new rows */
 	int			nlead;
 	const char *const *lead;	/* the lead columns' names */
+	Oid		   *lead_types;		/* and types */
 	const char *suffix;			/* of the state table's name */
 	int			nkeys;
 	Oid		   *key_types;
@@ -38,7 +39,8 @@ extern PanePlan *sw_pane_plan(Oid relid, const char *query, int64 hop_us,
 							  const char **why);
 extern Query *sw_fold_rows_query(Oid relid, const char *pane_sql, bool by_event_time);
 extern PanePlan *sw_partial_plan(Oid relid, Query *q, Query *rows, const char *const *lead,
-								 int nlead, const char *suffix, const char **why);
+								 int nlead, int ntrail, const char *suffix, const char **why);
+extern char *sw_pane_stamp(const PanePlan *pp, Oid state_table);
 extern char *sw_state_columns(const PanePlan *pp, const char *prefix, bool lead_and_keys_only);
 extern void sw_ensure_pane_table(SwQueryDef *def, const PanePlan *pp, bool *rebuild);
 extern void sw_record_panes(SwQueryDef *def, const PanePlan *pp, Datum folded);

@@ -781,7 +781,7 @@ close_windows(SwQueryDef *def, TimestampTz upto, Datum offsets)
 		 * the retained rows.
 		 */
 		sw_catalog_query_failed(def->name, edata->message,
-								(def->pane || def->session) &&
+								(def->pane || def->session || def->count) &&
 								edata->sqlerrcode == ERRCODE_DATA_CORRUPTED);
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),

@@ -16,15 +16,17 @@
  * per aggregate).  A step folds the rows it read that the query has not
  * folded (by offset, as the pane plan's fold) into the sessions of those
  * rows alone, per group (gaps-and-islands with window functions), each
- * with its partial states; takes every open session out of the state
- * table; merges both into islands (sorted by first event per group, one
- * starts a new island when its first event is gap or more after every
- * last event before it); upserts the islands that closed (last + gap <=
- * W) with each aggregate's combine and final functions, and writes the
- * open ones back with their states merged.  One statement: WITH sw_fresh
- * (the fold), sw_old (DELETE ... RETURNING), sw_isl (the islands),
- * sw_keep (INSERT of the open ones), sw_ins (the upsert).  A step costs
- * the new rows plus the open sessions, however long those have been open.
+ * with its partial states; merges them with the open sessions of the
+ * state table into islands (sorted by first event per group, one starts a
+ * new island when its first event is gap or more after every last event
+ * before it); upserts the islands that closed (last + gap <= W) with each
+ * aggregate's combine and final functions, and replaces the state rows of
+ * the islands that closed or took fresh sessions by the open ones, their
+ * states merged.  One statement: WITH sw_fresh (the fold), sw_isl (the
+ * islands), sw_old (DELETE of the replaced rows, by ctid), sw_keep
+ * (INSERT of the touched open islands), sw_ins (the upsert).  A step
+ * reads its new rows and the open sessions, and writes only those that
+ * changed, however long they have been open.
  *
  * The state is a cache, as panes are: rows of open sessions are retained
  * (session_from: the first event time of the earliest session still open,
@@ -367,7 +369,7 @@ session_partial_plan(const SwQueryDef *def, const char **why)
 					" FROM %s", cols.data,
 					sessions_of_rows(rows, nkeys, sw_interval_literal(def->size_us)));
 	return sw_partial_plan(def->stream, q, sw_analyze_internal(rows, types, lengthof(types)),
-						   lead, 2, "sessions", why);
+						   lead, 2, 0, "sessions", why);
 }
 
 /*
@@ -398,22 +400,27 @@ session_state_statement(const SwQueryDef *def, const PanePlan *pp)
 	for (int i = 1; i <= pp->naggs; i++)
 		appendStringInfo(&keep, ", streamwm_internal.merge(sw_z.sw_a%d, '%u'::pg_catalog.oid)",
 						 i, pp->aggs[i - 1]);
-	appendStringInfoString(&keep, " FROM sw_isl sw_z WHERE sw_z.sw_open GROUP BY sw_z.sw_is, sw_z.sw_il");
+	appendStringInfoString(&keep, " FROM sw_isl sw_z WHERE sw_z.sw_open AND sw_z.sw_touched"
+						   " GROUP BY sw_z.sw_is, sw_z.sw_il");
 	for (int i = 1; i <= pp->nkeys; i++)
 		appendStringInfo(&keep, ", sw_z.sw_k%d", i);
 
 	/*
 	 * The fresh sessions of the new rows and the open ones of the state
-	 * table (all taken out of it), merged into islands: sorted by first
-	 * event per group, one starts a new island when its first event is gap
-	 * or more after every last event before it.  An island is open while
-	 * last + gap > W ('infinity' at or above W: no overflow).
+	 * table merged into islands: sorted by first event per group, one
+	 * starts a new island when its first event is gap or more after every
+	 * last event before it.  An island is open while last + gap > W
+	 * ('infinity' at or above W: no overflow), touched when a fresh
+	 * session is in it.  The state rows of closed or touched islands are
+	 * deleted (by ctid; the query's steps are the table's only writers,
+	 * one at a time), touched open islands are written back merged: an
+	 * untouched open island is one state row, left as it is.
 	 */
 	ctes = psprintf("sw_fresh(%s) AS (%s),"
-					" sw_old AS (DELETE FROM %s sw_d RETURNING %s),"
 					" sw_isl AS MATERIALIZED (SELECT sw_y.*,"
 					" pg_catalog.min(sw_y.sw_start) OVER sw_i AS sw_is,"
 					" pg_catalog.max(sw_y.sw_last) OVER sw_i AS sw_il,"
+					" pg_catalog.bool_or(sw_y.sw_tid IS NULL) OVER sw_i AS sw_touched,"
 					" CASE WHEN pg_catalog.max(sw_y.sw_last) OVER sw_i OPERATOR(pg_catalog.>=) $5"
 					" THEN true ELSE pg_catalog.max(sw_y.sw_last) OVER sw_i OPERATOR(pg_catalog.+) %s"
 					" OPERATOR(pg_catalog.>) $5 END AS sw_open FROM ("
@@ -423,14 +430,17 @@ session_state_statement(const SwQueryDef *def, const PanePlan *pp)
 					" pg_catalog.max(sw_u.sw_last) OVER (%s ORDER BY sw_u.sw_start"
 					" ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
 					" OPERATOR(pg_catalog.<) %s THEN 0 ELSE 1 END AS sw_new FROM ("
-					"SELECT %s FROM sw_fresh UNION ALL SELECT %s FROM sw_old) sw_u) sw_x) sw_y"
+					"SELECT NULL::pg_catalog.tid AS sw_tid, %s FROM sw_fresh"
+					" UNION ALL SELECT sw_d.ctid, %s FROM %s sw_d) sw_u) sw_x) sw_y"
 					" WINDOW sw_i AS (%s%ssw_y.sw_id)),"
+					" sw_old AS (DELETE FROM %s sw_d USING sw_isl sw_z"
+					" WHERE sw_d.ctid OPERATOR(pg_catalog.=) sw_z.sw_tid"
+					" AND (sw_z.sw_touched OR NOT sw_z.sw_open) RETURNING 1),"
 					" sw_keep AS (INSERT INTO %s (%s) %s RETURNING 1), ",
 					columns, pp->fold_select,
-					state, sw_state_columns(pp, "sw_d.", false),
-					gap, by_x, by_u, gap, columns, columns,
+					gap, by_x, by_u, gap, columns, sw_state_columns(pp, "sw_d.", false), state,
 					by_y, pp->nkeys > 0 ? ", " : "PARTITION BY ",
-					state, columns, keep.data);
+					state, state, columns, keep.data);
 
 	/*
 	 * The sessions closing now (closed, ending after closed_until, not
@@ -463,7 +473,8 @@ session_state_statement(const SwQueryDef *def, const PanePlan *pp)
 	return sw_upsert_statement(def, ctes, combine.data, NULL,
 							   "SELECT (SELECT pg_catalog.count(*) FROM sw_ins),"
 							   " (SELECT pg_catalog.min(sw_z.sw_is) FROM sw_isl sw_z WHERE sw_z.sw_open),"
-							   " (SELECT pg_catalog.count(*) FROM sw_keep)");
+							   " (SELECT pg_catalog.count(*) FROM sw_keep),"
+							   " (SELECT pg_catalog.count(*) FROM sw_old)");
 }
 
 /*
