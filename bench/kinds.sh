@@ -56,10 +56,10 @@ step() {  # step SEC: one process() per stream, order rotating with SEC, each ma
     local arr=($streams) n=${#arr[@]} j
     for ((j = 0; j < n; j++)); do
         local s=${arr[$(( (j + $1) % n ))]}
-        [ "$s" = xr ] && echo "SET streamwm.pane_engine = off;"
+        if [ "$s" = xr ]; then echo "SET streamwm.pane_engine = off;"; fi
         echo "\\echo @step $s $1"
         echo "SELECT streamwm.process('$s', now => '$base'::timestamptz + make_interval(secs => $1 + 1));"
-        [ "$s" = xr ] && echo "RESET streamwm.pane_engine;"
+        if [ "$s" = xr ]; then echo "RESET streamwm.pane_engine;"; fi
     done
 }
 t0=$(date +%s)

@@ -155,6 +155,11 @@ sw_timestamptz_array(const TimestampTz *values, int n)
  * query, triggers and policies on a stream or result table) never runs with
  * the rights of whoever runs the step, a superuser worker included.  Undone
  * by sw_leave_role(), or by the abort of the (sub)transaction.
+ *
+ * Without JIT: the statements run so are planned once and run at every
+ * step, and PostgreSQL compiles a plan's JIT code anew at every execution
+ * (nothing caches it); a count step whose estimated cost passed
+ * jit_above_cost spent 84 ms of its 110 ms compiling (bench/kinds.sh).
  */
 void
 sw_enter_role(Oid role, const char *search_path, SwRoleContext *cx)
@@ -163,6 +168,9 @@ sw_enter_role(Oid role, const char *search_path, SwRoleContext *cx)
 	SetUserIdAndSecContext(role, cx->save_sec_context | SECURITY_RESTRICTED_OPERATION);
 	cx->save_nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", search_path,
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("jit", "off",
 							 PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 }
