@@ -24,10 +24,60 @@ SELECT streamwm.create_count_query('cw_bad', 'SELECT k, v FROM cw_a', 3);
 SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a, pg_catalog.pg_am', 3);
 SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a WHERE k IN (SELECT k FROM cw_a)', 3);
 SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a WHERE random() < 2', 3);
+-- a WHERE or GROUP BY that a later step could evaluate differently: a
+-- stable function (TimeZone or DateStyle of the session running the step)
+-- or a subquery over another table (it can change between steps)
+CREATE TABLE cw_dim (k int);
+SELECT streamwm.create_count_query('cw_bad', 'SELECT sw_event_time::date AS d, count(*) AS n FROM cw_a GROUP BY 1', 3);
+SELECT streamwm.create_count_query('cw_bad',
+  'SELECT to_char(sw_event_time, ''YYYY-MM-DD HH24'') AS h, count(*) AS n FROM cw_a GROUP BY 1', 3);
+SELECT streamwm.create_count_query('cw_bad',
+  'SELECT count(*) AS n FROM cw_a WHERE sw_event_time > now() - interval ''1 day''', 3);
+SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a WHERE k IN (SELECT k FROM cw_dim)', 3);
+SELECT streamwm.create_count_query('cw_bad',
+  'SELECT k, (SELECT max(d.k) FROM cw_dim d) AS m, count(*) AS n FROM cw_a GROUP BY 1, 2', 3);
 SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS window_seq FROM cw_a', 3);
 SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a', 3, start_from => 'now');
 SELECT count(*) AS bad_queries, to_regclass('cw_bad') AS bad_table
   FROM streamwm.queries WHERE query = 'cw_bad';
+DROP TABLE cw_dim;
+
+-- 1b. an immutable day key (the time zone named) is accepted, and steps
+-- run under different TimeZone settings number the events as one model
+SELECT streamwm.create_stream('cw_tz', 'v int', idle_timeout => '1 hour');
+SELECT streamwm.create_count_query('cw_tz_q',
+  'SELECT (sw_event_time AT TIME ZONE ''UTC'')::date AS day, count(*) AS n, sum(v) AS total
+     FROM cw_tz GROUP BY 1', 2);
+CREATE TABLE cw_tz_all (v int, t timestamptz);
+INSERT INTO cw_tz_all SELECT i, '2020-03-01 20:00+00'::timestamptz + i * interval '1 hour'
+  FROM generate_series(1, 9) i;
+INSERT INTO cw_tz (sw_write_time, v) SELECT t, v FROM cw_tz_all WHERE v <= 4;
+SET TimeZone = 'Pacific/Kiritimati';   -- UTC+14: another day than UTC for most of these rows
+SELECT streamwm.process('cw_tz', now => now());
+INSERT INTO cw_tz (sw_write_time, v) SELECT t, v FROM cw_tz_all WHERE v > 4;
+SET TimeZone = 'America/Adak';         -- UTC-10 (UTC-9 in summer)
+SELECT streamwm.process('cw_tz', now => now());
+SET TimeZone = 'UTC';
+INSERT INTO cw_tz (sw_write_time, v) VALUES ('2020-03-02 12:00+00', 100);
+SELECT streamwm.process('cw_tz', now => now());
+-- the model: each UTC day's events below W numbered by time, in pairs
+SELECT window_seq, window_start, window_end, day, n, total FROM cw_tz_q ORDER BY day, window_seq;
+SELECT count(*) AS differences FROM (
+  (TABLE cw_tz_q EXCEPT
+   SELECT seq, min(t), max(t), day, count(*), sum(v) FROM (
+     SELECT a.*, (a.t AT TIME ZONE 'UTC')::date AS day,
+            (row_number() OVER (PARTITION BY (a.t AT TIME ZONE 'UTC')::date ORDER BY a.t) - 1) / 2 AS seq,
+            count(*) OVER (PARTITION BY (a.t AT TIME ZONE 'UTC')::date) AS total_n
+       FROM cw_tz_all a) m WHERE (seq + 1) * 2 <= total_n GROUP BY seq, day)
+  UNION ALL
+  (SELECT seq, min(t), max(t), day, count(*), sum(v) FROM (
+     SELECT a.*, (a.t AT TIME ZONE 'UTC')::date AS day,
+            (row_number() OVER (PARTITION BY (a.t AT TIME ZONE 'UTC')::date ORDER BY a.t) - 1) / 2 AS seq,
+            count(*) OVER (PARTITION BY (a.t AT TIME ZONE 'UTC')::date) AS total_n
+       FROM cw_tz_all a) m WHERE (seq + 1) * 2 <= total_n GROUP BY seq, day
+   EXCEPT TABLE cw_tz_q)) d;
+SELECT streamwm.drop_stream('cw_tz', cascade => true);
+DROP TABLE cw_tz_q, cw_tz_all;
 
 -- 2. the same rows, in the same transactions, into two streams: cw_a is
 -- processed after every batch (of 1, 5 or 13 rows), cw_b once at the end.
