@@ -38,6 +38,23 @@ SELECT streamwm.create_count_query('cw_bad',
   'SELECT k, (SELECT max(d.k) FROM cw_dim d) AS m, count(*) AS n FROM cw_a GROUP BY 1, 2', 3);
 SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS window_seq FROM cw_a', 3);
 SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a', 3, start_from => 'now');
+-- a result table given by name needs a unique index the upsert can use:
+-- valid, on exactly (window_seq, keys) (INCLUDE columns aside); these are
+-- the checks of every kind of query (streamwm_internal._result_table)
+CREATE TABLE cw_inv (window_seq bigint, window_start timestamptz, window_end timestamptz, n bigint);
+INSERT INTO cw_inv VALUES (1, now(), now(), 1), (1, now(), now(), 1);
+CREATE UNIQUE INDEX CONCURRENTLY cw_inv_seq ON cw_inv (window_seq);
+DELETE FROM cw_inv;
+SELECT indisvalid FROM pg_index WHERE indexrelid = 'cw_inv_seq'::regclass;
+SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a', 3, result_table => 'cw_inv');
+CREATE TABLE cw_wide (window_seq bigint, window_start timestamptz, window_end timestamptz, n bigint,
+                      UNIQUE (window_seq, n));
+SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a', 3, result_table => 'cw_wide');
+CREATE TABLE cw_incl (window_seq bigint, window_start timestamptz, window_end timestamptz, n bigint,
+                      UNIQUE (window_seq) INCLUDE (n));
+SELECT streamwm.create_count_query('cw_incl', 'SELECT count(*) AS n FROM cw_a', 3, result_table => 'cw_incl');
+SELECT streamwm.drop_query('cw_incl');
+DROP TABLE cw_inv, cw_wide, cw_incl;
 SELECT count(*) AS bad_queries, to_regclass('cw_bad') AS bad_table
   FROM streamwm.queries WHERE query = 'cw_bad';
 DROP TABLE cw_dim;
@@ -333,6 +350,32 @@ SELECT who, what FROM cw_pwned;   -- nothing of bob's ever ran
 SELECT window_seq, window_start, window_end, k, total FROM cw_alice_q ORDER BY k, window_seq;
 SELECT tableowner, tablename FROM pg_tables WHERE tablename LIKE 'cw\_alice\_q%' ORDER BY 2;
 SELECT query, last_error FROM streamwm.queries WHERE query = 'cw_alice_q';
+-- 5b. create_count_query's helpers, called directly: bob cannot reach
+-- alice's query; alice cannot get a new state table once windows were
+-- emitted (it would number every group from 0 again and overwrite them);
+-- a state table whose columns changed type is refused before it is read
+SET ROLE regress_cw_bob;
+SELECT streamwm_internal._check_count_query('cw_alice_q');
+SELECT streamwm_internal._set_count_windows('cw_alice_q', 5, 5);
+RESET ROLE;
+SET ROLE regress_cw_alice;
+SELECT streamwm_internal._set_count_windows('cw_alice_q', 5, 5);
+CREATE TABLE cw_alice_before AS SELECT * FROM cw_alice_q;
+SELECT streamwm.create_count_query('cw_alice_q2', 'SELECT k, count(*) AS n FROM cw_alice GROUP BY k', 2);
+DROP TABLE cw_alice_q_count;
+SELECT streamwm_internal._check_count_query('cw_alice_q');
+SELECT to_regclass('cw_alice_q_count') AS state_table;
+ALTER TABLE cw_alice_q2_count ALTER COLUMN sw_keep_t TYPE text;
+SELECT streamwm.ingest('cw_alice', '[{"k": 1, "v": 5}, {"k": 1, "v": 6}, {"k": 2, "v": 30}]', write_time => to_timestamp(20));
+SELECT streamwm.ingest('cw_alice', '{"k": 9, "v": 0}', write_time => to_timestamp(30));
+SELECT streamwm.process('cw_alice');
+SELECT query, windows_emitted, last_error FROM streamwm.queries WHERE query LIKE 'cw\_alice\_q%' ORDER BY 1;
+SELECT count(*) AS changed_windows FROM ((TABLE cw_alice_q EXCEPT TABLE cw_alice_before)
+                                         UNION ALL (TABLE cw_alice_before EXCEPT TABLE cw_alice_q)) d;
+SELECT count(*) AS q2_windows FROM cw_alice_q2;
+DROP TABLE cw_alice_before;
+SELECT streamwm.drop_query('cw_alice_q2', drop_result => true);
+RESET ROLE;
 SELECT streamwm.drop_query('cw_alice_q', drop_result => true);
 SELECT streamwm.drop_stream('cw_alice');
 DROP TABLE cw_pwned;
