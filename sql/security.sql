@@ -108,15 +108,22 @@ SELECT streamwm_internal._register_session('alice_c', '10 s');
 ROLLBACK;
 SELECT streamwm_internal._register_session('alice_q', '10 s');
 SELECT plan FROM streamwm.query_def WHERE name IN ('alice_x', 'alice_q') ORDER BY name;
--- _check_query on a pane-plan query that runs leaves its state as it is:
--- the next step does not fold the rows of its open window a second time
+-- _check_query on a query that runs and keeps state (a pane-plan query, a
+-- session query with partial states) leaves its state as it is: the next
+-- step does not fold the rows of its open window or session a second time
 SELECT streamwm.create_query('alice_p', 'SELECT count(*) AS n, sum(v) AS s FROM alice_s', hop => '10 s', size => '10 s');
+SELECT streamwm.create_session_query('alice_ps', 'SELECT count(*) AS n, sum(v) AS s FROM alice_s', gap => '5 s');
 SELECT streamwm.ingest('alice_s', '[{"v": 10}, {"v": 20}]', write_time => to_timestamp(200001));
 SELECT streamwm.process('alice_s');
 SELECT streamwm_internal._check_query('alice_p');
+SELECT streamwm_internal._check_query('alice_ps');
 SELECT streamwm.ingest('alice_s', '{"v": 1}', write_time => to_timestamp(200020));
 SELECT streamwm.process('alice_s');
-SELECT q.plan, r.window_start, r.n, r.s FROM alice_p r, streamwm.queries q WHERE q.query = 'alice_p' ORDER BY 2;
+SELECT q.plan, r.window_start, r.n, r.s FROM alice_p r, streamwm.queries q WHERE q.query = 'alice_p'
+UNION ALL
+SELECT q.plan, r.window_start, r.n, r.s FROM alice_ps r, streamwm.queries q WHERE q.query = 'alice_ps' ORDER BY 1, 2;
+SELECT (SELECT count(*) FROM pg_class WHERE oid = q.pane_table) AS state_tables FROM streamwm.query_def q
+ WHERE q.name = 'alice_ps';
 RESET ROLE;
 -- bob reaches alice's queries and streams through none of them
 SET ROLE regress_sw_bob;
@@ -132,6 +139,7 @@ SELECT streamwm.drop_stream('alice_out');
 SELECT streamwm.drop_stream('alice_timed');
 DROP TABLE alice_res;
 SELECT streamwm.drop_query('alice_p', drop_result => true);
+SELECT streamwm.drop_query('alice_ps', drop_result => true);
 
 SELECT streamwm.drop_stream('alice_s', cascade => true);
 DROP TABLE alice_q, secret, shared_dim, alice_log;

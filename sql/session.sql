@@ -270,6 +270,74 @@ SELECT errors, last_error FROM streamwm.query_def WHERE name = 'ss_farq';
 SELECT streamwm.drop_query('ss_farq', drop_result => true);
 SELECT streamwm.drop_stream('ss_far');
 
+-- The state a session query keeps (its open sessions with partial
+-- aggregate states: a cache of the retained rows) and reading the rows of
+-- open sessions again (an aggregate without a combine function) against a
+-- model: random events over 3 partitions in random batches, some late;
+-- the state table emptied after batch 3 and dropped after batch 5 (both
+-- made anew from the retained rows of the open sessions).
+SET ROLE regress_ss_alice;
+SET search_path = public, pg_catalog;
+SELECT streamwm.create_stream('ss_r', 'k int, v int', partitions => 3, watermark_delay => '5 s',
+                              idle_timeout => '1 hour');
+SELECT streamwm.create_session_query('ss_rk',
+  'SELECT k, count(*) AS n, sum(v) AS total, max(v) AS top FROM ss_r GROUP BY k', gap => '3 s');
+SELECT streamwm.create_session_query('ss_rl',
+  'SELECT k, count(*) AS n, string_agg(v::text, '','' ORDER BY v, sw_offset) AS vs FROM ss_r GROUP BY k',
+  gap => '3 s');
+SET search_path = pg_catalog, public;
+SELECT name, pane_table::regclass AS state FROM streamwm.query_def WHERE name IN ('ss_rk', 'ss_rl') ORDER BY 1;
+CREATE FUNCTION public.ss_r_model(OUT window_start timestamptz, OUT window_end timestamptz, OUT k int,
+                           OUT n bigint, OUT total bigint, OUT top int, OUT vs text)
+  RETURNS SETOF record LANGUAGE sql STABLE SET search_path = pg_catalog AS $$
+  WITH a AS (SELECT b.* FROM public.ss_r b
+              WHERE NOT EXISTS (SELECT 1 FROM streamwm.late_events l WHERE l.stream = 'public.ss_r'::regclass
+                                   AND l.partition = b.sw_partition AND l.sw_offset = b.sw_offset)),
+  s AS (SELECT DISTINCT x.k, x.sw_event_time AS s FROM a x
+         WHERE NOT EXISTS (SELECT 1 FROM a y WHERE y.k IS NOT DISTINCT FROM x.k
+                              AND y.sw_event_time < x.sw_event_time
+                              AND y.sw_event_time > x.sw_event_time - interval '3 s')),
+  m AS (SELECT a.*, (SELECT max(s.s) FROM s WHERE s.k IS NOT DISTINCT FROM a.k AND s.s <= a.sw_event_time) AS s
+          FROM a)
+  SELECT s, max(sw_event_time) + interval '3 s', k, count(*), sum(v), max(v),
+         string_agg(v::text, ',' ORDER BY v, sw_offset)
+    FROM m GROUP BY k, s
+  HAVING max(sw_event_time) + interval '3 s'
+         <= (SELECT watermark FROM streamwm.streams WHERE stream = 'public.ss_r'::regclass) $$;
+SELECT setseed(0.25);
+SELECT c FROM generate_series(0, 7) i,
+  LATERAL (VALUES (1, format($f$INSERT INTO ss_r (sw_partition, sw_write_time, k, v)
+    SELECT floor(random() * 3)::int, '2020-01-01'::timestamptz + (%s + random() * 15) * interval '1 s',
+           CASE WHEN random() < 0.1 THEN NULL ELSE 1 + floor(random() * 4)::int END, floor(random() * 100)::int
+      FROM generate_series(1, 1 + floor(random() * 60)::int)$f$, i * 10)),
+    (2, $f$SELECT streamwm.process('ss_r', now => now())$f$),
+    (3, CASE i WHEN 3 THEN 'TRUNCATE ss_rk_sessions' WHEN 5 THEN 'DROP TABLE ss_rk_sessions' END)) v(o, c)
+ ORDER BY i, o \gexec
+-- the last: every partition far ahead, so that every session closes
+INSERT INTO ss_r (sw_partition, sw_write_time, k, v)
+  SELECT p, '2020-01-01 01:00:00', 9, 0 FROM generate_series(0, 2) p;
+SELECT streamwm.process('ss_r', now => now());
+SELECT (SELECT count(*) FROM (SELECT window_start, window_end, k, n, total, top FROM ss_rk
+                              EXCEPT SELECT window_start, window_end, k, n, total, top FROM ss_r_model()) d) AS rk_extra,
+       (SELECT count(*) FROM (SELECT window_start, window_end, k, n, total, top FROM ss_r_model()
+                              EXCEPT SELECT window_start, window_end, k, n, total, top FROM ss_rk) d) AS rk_missing,
+       (SELECT count(*) FROM (SELECT window_start, window_end, k, n, vs FROM ss_rl
+                              EXCEPT SELECT window_start, window_end, k, n, vs FROM ss_r_model()) d) AS rl_extra,
+       (SELECT count(*) FROM (SELECT window_start, window_end, k, n, vs FROM ss_r_model()
+                              EXCEPT SELECT window_start, window_end, k, n, vs FROM ss_rl) d) AS rl_missing,
+       (SELECT count(*) > 20 FROM ss_rk) AS many_sessions,
+       (SELECT count(*) > 0 FROM streamwm.late_events WHERE stream = 'ss_r'::regclass) AS some_late;
+-- the state was made anew (a new table), and holds no closed session
+SELECT name, pane_table::regclass AS state, errors FROM streamwm.query_def WHERE name IN ('ss_rk', 'ss_rl') ORDER BY 1;
+SELECT count(*) AS open_sessions FROM ss_rk_sessions;
+SELECT streamwm.drop_stream('ss_r', cascade => true);
+SELECT to_regclass('ss_rk_sessions') AS state_dropped;
+DROP TABLE ss_rk, ss_rl;
+DROP FUNCTION ss_r_model();
+RESET search_path;
+RESET ROLE;
+SELECT count(*) AS traps_run FROM public.ss_pwned;
+
 SELECT streamwm.drop_query('ss_retq', drop_result => true);
 SELECT to_regclass('ss_retq');
 SELECT streamwm.drop_query('ss_dimq', drop_result => true);

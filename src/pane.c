@@ -50,6 +50,7 @@
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "executor/spi.h"
@@ -76,22 +77,10 @@
 #include "window.h"
 #include "watermark.h"
 
-/* The pane plan of a query, derived from its analyzed tree. */
-struct PanePlan
-{
-	char	   *fold_select;	/* sw_pane, sw_k1.., sw_a1.. of the step's new rows */
-	int			nkeys;
-	Oid		   *key_types;
-	int32	   *key_typmods;
-	int			naggs;
-	Oid		   *aggs;			/* the aggregate of each state column */
-	List	   *outputs;		/* output expressions over the pane table */
-	Node	   *having;			/* HAVING over the pane table, or NULL */
-};
-
 /* Replacing the user's expressions by expressions over the pane table. */
 typedef struct OverPanes
 {
+	int			nlead;			/* leading grouped columns of the state table */
 	List	   *keys;			/* GROUP BY expressions, in key column order */
 	List	   *aggs;			/* distinct aggregate calls, in state column order */
 	bool		ungrouped;		/* a stream column outside keys and aggregates */
@@ -150,7 +139,7 @@ over_panes_mutator(Node *node, OverPanes *op)
 
 		i++;
 		if (equal(node, key))
-			return (Node *) pane_column(1 + i, exprType(key), exprTypmod(key),
+			return (Node *) pane_column(op->nlead + i, exprType(key), exprTypmod(key),
 										exprCollation(key));
 	}
 	if (IsA(node, Aggref))
@@ -174,7 +163,7 @@ over_panes_mutator(Node *node, OverPanes *op)
 		a->aggcollid = orig->aggcollid;
 		a->inputcollid = orig->inputcollid;
 		a->aggargtypes = list_make3_oid(BYTEAOID, OIDOID, orig->aggtype);
-		a->args = list_make3(arg((Expr *) pane_column(1 + list_length(op->keys) + j,
+		a->args = list_make3(arg((Expr *) pane_column(op->nlead + list_length(op->keys) + j,
 													  BYTEAOID, -1, InvalidOid), 1),
 							 arg((Expr *) makeConst(OIDOID, -1, InvalidOid, sizeof(Oid),
 													ObjectIdGetDatum(orig->aggfnoid),
@@ -222,53 +211,56 @@ partial_aggref(Aggref *orig)
 }
 
 /*
- * What replaces the stream in the fold: the rows a step has read and the
+ * What replaces the stream in a fold: the rows a step has read and the
  * query has not folded yet (by offset, per partition, on the stream's
- * primary key), not late, in a window still open or one the step may
- * re-fire, each with its pane as one more column.  Parameters: $1 the
- * query's start offset, $2 each partition's processed offset, $4 each
- * partition's folded offset (NULL: none), $6 the re-fire floor (rows at or
- * before it are in no window that is open or re-fired: lo, or lo -
- * allowed_lateness, sw_refire_floor), $7 whether the late log may hold
- * rows of that range (sw_catalog_has_late_in): usually not, and then no row is
- * looked up in it (the lookup cost 1.5 - 2 us a row, bench/results-e2e.md).
+ * primary key), each with pane_sql (over sw_s) as one more column sw_pane
+ * unless it is NULL.  In event time (by_event_time) only rows after the
+ * floor and not late.  Parameters: $1 the query's start offset, $2 each
+ * partition's processed offset, $4 each partition's folded offset (NULL:
+ * none), $6 the floor (rows at or before it are in no window that is open
+ * or re-fired: lo, or lo - allowed_lateness, sw_refire_floor; for
+ * sessions, just before the earliest open session), $7 whether the late
+ * log may hold rows of that range (sw_catalog_has_late_in): usually not,
+ * and then no row is looked up in it (the lookup cost 1.5 - 2 us a row,
+ * bench/results-e2e.md).
+ */
+Query *
+sw_fold_rows_query(Oid relid, const char *pane_sql, bool by_event_time)
+{
+	Oid			types[7] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID};
+
+	return sw_analyze_internal(psprintf("SELECT %s%s%s"
+										" FROM pg_catalog.unnest($2::pg_catalog.int8[]) WITH ORDINALITY AS sw_o(done, n)"
+										" CROSS JOIN LATERAL (SELECT sw_r.* FROM ONLY %s sw_r"
+										" WHERE sw_r.sw_partition = (sw_o.n - 1)::pg_catalog.int4"
+										" AND sw_r.sw_offset > GREATEST($1, coalesce(($4::pg_catalog.int8[])[sw_o.n], 0))"
+										" AND sw_r.sw_offset <= sw_o.done) sw_s%s OFFSET 0",
+										sw_stream_columns_sql(relid, "sw_s"),
+										pane_sql ? ", " : "", pane_sql ? psprintf("%s AS sw_pane", pane_sql) : "",
+										sw_relation_name(relid),
+										by_event_time ? psprintf(" WHERE sw_s.sw_event_time > $6 AND (NOT $7 OR %s)",
+																 sw_not_late_sql(relid)) : ""),
+							   types, lengthof(types));
+}
+
+/*
+ * The pane plan's fold rows: each with its pane [n*hop, (n+1)*hop).
+ * Processing time (SPEC section 11): every row a step reads goes to the
+ * pane of the step's clock ($5 + size: the step passes its clock minus size
+ * as hi), late or not.
  */
 static Query *
 fold_rows_query(Oid relid, int64 hop_us, TimestampTz origin, int64 processing_size_us)
 {
-	Oid			types[7] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID};
-	char	   *sql;
-
-	/*
-	 * Processing time (SPEC section 11): every row a step reads goes to the
-	 * pane of the step's clock ($5 + size: the step passes its clock minus
-	 * size as hi), late or not.
-	 */
 	if (processing_size_us > 0)
-		return sw_analyze_internal(psprintf("SELECT %s, %s AS sw_pane"
-											" FROM pg_catalog.unnest($2::pg_catalog.int8[]) WITH ORDINALITY AS sw_o(done, n)"
-											" CROSS JOIN LATERAL (SELECT sw_r.* FROM ONLY %s sw_r"
-											" WHERE sw_r.sw_partition = (sw_o.n - 1)::pg_catalog.int4"
-											" AND sw_r.sw_offset > GREATEST($1, coalesce(($4::pg_catalog.int8[])[sw_o.n], 0))"
-											" AND sw_r.sw_offset <= sw_o.done) sw_s OFFSET 0",
-											sw_stream_columns_sql(relid, "sw_s"),
-											sw_window_start_sql(psprintf("($5 + %s)",
-																		 sw_interval_literal(processing_size_us)),
-																hop_us, origin),
-											sw_relation_name(relid)),
-								   types, lengthof(types));
-	sql = psprintf("SELECT %s, %s AS sw_pane"
-				   " FROM pg_catalog.unnest($2::pg_catalog.int8[]) WITH ORDINALITY AS sw_o(done, n)"
-				   " CROSS JOIN LATERAL (SELECT sw_r.* FROM ONLY %s sw_r"
-				   " WHERE sw_r.sw_partition = (sw_o.n - 1)::pg_catalog.int4"
-				   " AND sw_r.sw_offset > GREATEST($1, coalesce(($4::pg_catalog.int8[])[sw_o.n], 0))"
-				   " AND sw_r.sw_offset <= sw_o.done) sw_s"
-				   " WHERE sw_s.sw_event_time > $6 AND (NOT $7 OR %s) OFFSET 0",
-				   sw_stream_columns_sql(relid, "sw_s"),
-				   sw_window_start_sql("sw_s.sw_event_time", hop_us, origin),
-				   sw_relation_name(relid), sw_not_late_sql(relid));
-	return sw_analyze_internal(sql, types, lengthof(types));
+		return sw_fold_rows_query(relid,
+								  sw_window_start_sql(psprintf("($5 + %s)",
+															   sw_interval_literal(processing_size_us)),
+													  hop_us, origin),
+								  false);
+	return sw_fold_rows_query(relid, sw_window_start_sql("sw_s.sw_event_time", hop_us, origin),
+							  true);
 }
 
 /*
@@ -296,23 +288,25 @@ refusal(Query *q, Oid relid)
 }
 
 /*
- * The pane plan of a query over stream relid, or NULL (and *why) when it
- * does not qualify.
+ * The partial-aggregate plan of query q (analyzed) over stream relid, its
+ * stream replaced in the fold by rows (the stream's columns, then the
+ * nlead lead columns, timestamptz, named lead[]), or NULL (and *why) when
+ * the query does not qualify.  The fold groups by the lead columns and
+ * the query's GROUP BY expressions.
  */
 PanePlan *
-sw_pane_plan(Oid relid, const char *query, int64 hop_us, TimestampTz origin,
-			 int64 processing_size_us, const char **why)
+sw_partial_plan(Oid relid, Query *q, Query *rows, const char *const *lead, int nlead,
+				const char *suffix, const char **why)
 {
-	Query	   *q = sw_analyze_window_query(query);
 	Query	   *fq;
 	PanePlan   *pp;
 	OverPanes	op;
 	ListCell   *lc;
 	List	   *tlist = NIL;
 	List	   *group = NIL;
-	SortGroupClause *sgc;
 	RangeTblEntry *rte;
 	Index		maxref = 0;
+	int			ncols;
 	int			i;
 
 	*why = refusal(q, relid);
@@ -320,6 +314,7 @@ sw_pane_plan(Oid relid, const char *query, int64 hop_us, TimestampTz origin,
 		return NULL;
 
 	memset(&op, 0, sizeof(op));
+	op.nlead = nlead;
 	foreach(lc, q->groupClause)
 	{
 		Node	   *key = get_sortgroupclause_expr(lfirst_node(SortGroupClause, lc),
@@ -359,6 +354,9 @@ sw_pane_plan(Oid relid, const char *query, int64 hop_us, TimestampTz origin,
 	}
 
 	pp = palloc0(sizeof(PanePlan));
+	pp->nlead = nlead;
+	pp->lead = lead;
+	pp->suffix = suffix;
 	foreach(lc, q->targetList)
 	{
 		TargetEntry *tle = lfirst_node(TargetEntry, lc);
@@ -375,24 +373,31 @@ sw_pane_plan(Oid relid, const char *query, int64 hop_us, TimestampTz origin,
 		return NULL;
 	}
 
-	/* the fold: the user's tree over the new rows, grouped by pane and keys */
+	/* the fold: the user's tree over the new rows, grouped by lead and keys */
 	fq = copyObject(q);
-	if (sw_replace_stream(fq, relid, fold_rows_query(relid, hop_us, origin, processing_size_us)) != 1)
+	if (sw_replace_stream(fq, relid, rows) != 1)
 		elog(ERROR, "stream %u not replaced in the fold", relid);
 	rte = linitial(fq->rtable);
-	rte->eref->colnames = lappend(rte->eref->colnames, makeString(pstrdup("sw_pane")));
-	tlist = lappend(tlist, makeTargetEntry((Expr *) makeVar(1, list_length(rte->eref->colnames),
-															  TIMESTAMPTZOID, -1, InvalidOid, 0),
-										   1, pstrdup("sw_pane"), false));
-	llast_node(TargetEntry, tlist)->ressortgroupref = maxref + 1;
-	sgc = makeNode(SortGroupClause);
-	sgc->tleSortGroupRef = maxref + 1;
-	get_sort_group_operators(TIMESTAMPTZOID, true, true, false,
-							 &sgc->sortop, &sgc->eqop, NULL, &sgc->hashable);
-	group = list_make1(sgc);
+	ncols = list_length(rte->eref->colnames);
+	for (i = 0; i < nlead; i++)
+		rte->eref->colnames = lappend(rte->eref->colnames, makeString(pstrdup(lead[i])));
+	for (i = 0; i < nlead; i++)
+	{
+		SortGroupClause *sgc = makeNode(SortGroupClause);
+
+		tlist = lappend(tlist, makeTargetEntry((Expr *) makeVar(1, ncols + i + 1, TIMESTAMPTZOID,
+																  -1, InvalidOid, 0),
+											   i + 1, pstrdup(lead[i]), false));
+		llast_node(TargetEntry, tlist)->ressortgroupref = maxref + i + 1;
+		sgc->tleSortGroupRef = maxref + i + 1;
+		get_sort_group_operators(TIMESTAMPTZOID, true, true, false,
+								 &sgc->sortop, &sgc->eqop, NULL, &sgc->hashable);
+		group = lappend(group, sgc);
+	}
 	pp->nkeys = list_length(op.keys);
 	pp->key_types = palloc(sizeof(Oid) * (pp->nkeys + 1));
 	pp->key_typmods = palloc(sizeof(int32) * (pp->nkeys + 1));
+	pp->key_collations = palloc(sizeof(Oid) * (pp->nkeys + 1));
 	i = 0;
 	foreach(lc, q->groupClause)
 	{
@@ -401,6 +406,7 @@ sw_pane_plan(Oid relid, const char *query, int64 hop_us, TimestampTz origin,
 
 		pp->key_types[i] = exprType((Node *) key->expr);
 		pp->key_typmods[i] = exprTypmod((Node *) key->expr);
+		pp->key_collations[i] = exprCollation((Node *) key->expr);
 		i++;
 		tlist = lappend(tlist, makeTargetEntry(copyObject(key->expr), list_length(tlist) + 1,
 											   psprintf("sw_k%d", i), false));
@@ -427,17 +433,36 @@ sw_pane_plan(Oid relid, const char *query, int64 hop_us, TimestampTz origin,
 	return pp;
 }
 
-/* Its column list: sw_pane, sw_k1, .., sw_a1, .. */
-static char *
-pane_columns(const PanePlan *pp, const char *prefix, int nkeys_only)
+/*
+ * The pane plan of a query over stream relid (hopping windows: the state
+ * is kept per pane, sw_pane), or NULL (and *why) when it does not qualify.
+ */
+PanePlan *
+sw_pane_plan(Oid relid, const char *query, int64 hop_us, TimestampTz origin,
+			 int64 processing_size_us, const char **why)
+{
+	static const char *const lead[1] = {"sw_pane"};
+	Query	   *q = sw_analyze_window_query(query);
+
+	*why = refusal(q, relid);
+	if (*why != NULL)
+		return NULL;
+	return sw_partial_plan(relid, q, fold_rows_query(relid, hop_us, origin, processing_size_us),
+						   lead, 1, "panes", why);
+}
+
+/* A state table's columns: the lead ones, sw_k1, .., sw_a1, .. */
+char *
+sw_state_columns(const PanePlan *pp, const char *prefix, bool lead_and_keys_only)
 {
 	StringInfoData s;
 
 	initStringInfo(&s);
-	appendStringInfo(&s, "%ssw_pane", prefix);
+	for (int i = 0; i < pp->nlead; i++)
+		appendStringInfo(&s, "%s%s%s", i > 0 ? ", " : "", prefix, pp->lead[i]);
 	for (int i = 1; i <= pp->nkeys; i++)
 		appendStringInfo(&s, ", %ssw_k%d", prefix, i);
-	if (!nkeys_only)
+	if (!lead_and_keys_only)
 		for (int i = 1; i <= pp->naggs; i++)
 			appendStringInfo(&s, ", %ssw_a%d", prefix, i);
 	return s.data;
@@ -485,12 +510,12 @@ pane_layout_matches(const PanePlan *pp, Oid pane_table)
 			ok = false;
 			break;
 		}
-		if (n == 0)
+		if (n < pp->nlead)
 			type = TIMESTAMPTZOID;
-		else if (n <= pp->nkeys)
+		else if (n < pp->nlead + pp->nkeys)
 		{
-			type = pp->key_types[n - 1];
-			typmod = pp->key_typmods[n - 1];
+			type = pp->key_types[n - pp->nlead];
+			typmod = pp->key_typmods[n - pp->nlead];
 		}
 		else
 			type = BYTEAOID;
@@ -498,7 +523,7 @@ pane_layout_matches(const PanePlan *pp, Oid pane_table)
 		n++;
 	}
 	table_close(rel, AccessShareLock);
-	return ok && n == 1 + pp->nkeys + pp->naggs;
+	return ok && n == pp->nlead + pp->nkeys + pp->naggs;
 }
 
 /*
@@ -536,21 +561,34 @@ sw_ensure_pane_table(SwQueryDef *def, const PanePlan *pp, bool *rebuild)
 	{
 		sw_require_result_table(def);
 		nsp = get_rel_namespace(def->result_table);
-		name = ChooseRelationName(get_rel_name(def->result_table), NULL, "panes", nsp, false);
+		name = ChooseRelationName(get_rel_name(def->result_table), NULL, pp->suffix, nsp, false);
 		initStringInfo(&sql);
-		appendStringInfo(&sql, "CREATE TABLE %s (sw_pane pg_catalog.timestamptz",
+		appendStringInfo(&sql, "CREATE TABLE %s (",
 						 quote_qualified_identifier(get_namespace_name(nsp), name));
+		for (int i = 0; i < pp->nlead; i++)
+			appendStringInfo(&sql, "%s%s pg_catalog.timestamptz", i > 0 ? ", " : "", pp->lead[i]);
 		for (int i = 0; i < pp->nkeys; i++)
+		{
 			appendStringInfo(&sql, ", sw_k%d %s", i + 1,
 							 format_type_with_typemod(pp->key_types[i], pp->key_typmods[i]));
+			if (OidIsValid(pp->key_collations[i]) &&
+				pp->key_collations[i] != DEFAULT_COLLATION_OID)
+				appendStringInfo(&sql, " COLLATE %s",
+								 generate_collation_name(pp->key_collations[i]));
+		}
 		for (int i = 0; i < pp->naggs; i++)
 			appendStringInfo(&sql, ", sw_a%d pg_catalog.bytea", i + 1);
-		appendStringInfo(&sql, ", UNIQUE NULLS NOT DISTINCT (%s))", pane_columns(pp, "", true));
+		/* panes are merged on conflict; sessions are written anew each step */
+		if (pp->nlead == 1)
+			appendStringInfo(&sql, ", UNIQUE NULLS NOT DISTINCT (%s)",
+							 sw_state_columns(pp, "", true));
+		appendStringInfoChar(&sql, ')');
 		sw_spi_exec(sql.data, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
 		sw_spi_exec(psprintf("COMMENT ON TABLE %s IS %s",
 							 quote_qualified_identifier(get_namespace_name(nsp), name),
-							 quote_literal_cstr(psprintf("streamwm: pane state of query %s (a cache; "
+							 quote_literal_cstr(psprintf("streamwm: %s state of query %s (a cache; "
 														 "rebuilt from the stream when emptied or dropped)",
+														 pp->nlead == 1 ? "pane" : "session",
 														 def->name))),
 					0, NULL, NULL, NULL, SPI_OK_UTILITY);
 		CommandCounterIncrement();
@@ -596,7 +634,7 @@ sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 	StringInfoData merge;
 	StringInfoData combine;
 	char	   *ctes;
-	char	   *columns = pane_columns(pp, "", false);
+	char	   *columns = sw_state_columns(pp, "", false);
 	int			nestlevel;
 	ListCell   *lc;
 	char	   *size = sw_interval_literal(def->size_us);
@@ -614,7 +652,7 @@ sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 					" ON CONFLICT (%s) DO %s RETURNING 1), ",
 					columns, pp->fold_select, panes, columns,
 					late ? psprintf(" - %s", lateness) : "",
-					pane_columns(pp, "", true),
+					sw_state_columns(pp, "", true),
 					pp->naggs > 0 ? merge.data : "NOTHING");
 	/* the closed windows that fresh panes fall into: combined again */
 	if (late)

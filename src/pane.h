@@ -8,12 +8,38 @@
 
 #include "query.h"
 
-typedef struct PanePlan PanePlan;
 struct SwStepEntry;
+
+/*
+ * The partial-aggregate plan of a query, derived from its analyzed tree:
+ * hopping windows keep it per pane (this file), session windows per open
+ * session (session.c).  Its state table has nlead leading timestamptz
+ * columns (sw_pane; or sw_start, sw_last), the group keys sw_k1.. and the
+ * aggregates' partial states sw_a1.. (bytea).
+ */
+typedef struct PanePlan
+{
+	char	   *fold_select;	/* lead columns, sw_k1.., sw_a1.. of the new rows */
+	int			nlead;
+	const char *const *lead;	/* the lead columns' names */
+	const char *suffix;			/* of the state table's name */
+	int			nkeys;
+	Oid		   *key_types;
+	int32	   *key_typmods;
+	Oid		   *key_collations;
+	int			naggs;
+	Oid		   *aggs;			/* the aggregate of each state column */
+	List	   *outputs;		/* output expressions over the state table */
+	Node	   *having;			/* HAVING over the state table, or NULL */
+} PanePlan;
 
 extern PanePlan *sw_pane_plan(Oid relid, const char *query, int64 hop_us,
 							  TimestampTz origin, int64 processing_size_us,
 							  const char **why);
+extern Query *sw_fold_rows_query(Oid relid, const char *pane_sql, bool by_event_time);
+extern PanePlan *sw_partial_plan(Oid relid, Query *q, Query *rows, const char *const *lead,
+								 int nlead, const char *suffix, const char **why);
+extern char *sw_state_columns(const PanePlan *pp, const char *prefix, bool lead_and_keys_only);
 extern void sw_ensure_pane_table(SwQueryDef *def, const PanePlan *pp, bool *rebuild);
 extern void sw_record_panes(SwQueryDef *def, const PanePlan *pp, Datum folded);
 extern char *sw_pane_statement(const SwQueryDef *def, const PanePlan *pp);

@@ -781,7 +781,8 @@ close_windows(SwQueryDef *def, TimestampTz upto, Datum offsets)
 		 * the retained rows.
 		 */
 		sw_catalog_query_failed(def->name, edata->message,
-								def->pane && edata->sqlerrcode == ERRCODE_DATA_CORRUPTED);
+								(def->pane || def->session) &&
+								edata->sqlerrcode == ERRCODE_DATA_CORRUPTED);
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
 				 timed_out ? errmsg_internal("%s", edata->message) :

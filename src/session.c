@@ -9,20 +9,38 @@
  * its row has window_start = its first event time, window_end = last +
  * gap, and is keyed (window_start, group keys).
  *
- * A step recomputes the sessions, gaps-and-islands with window functions,
- * over the accepted rows the query still needs, and upserts those that
- * closed since the query's closed_until: last + gap in (closed_until, W].
- * The rows it needs start at session_from: the first event time of the
- * earliest session still open (at any group), or W when none is.  An
- * accepted event has t >= W, so it can only extend or merge open sessions:
- * a session whose end is <= W is final, and every row of a session still
- * open, or still to come, has t >= session_from.  Rows before session_from
- * belong to closed sessions only; the tail of such a session that is read
- * again (its rows at or after session_from) ends where it ended, at or
- * before closed_until, and is not emitted again.  session_from is what
- * retention keeps rows for (process.c, query_needs_from).
+ * A step never reads a row twice when the query's aggregates can be kept
+ * as partial states (every one has a combine function, as for the pane
+ * plan, src/pane.c): the query keeps each open session in a state table
+ * (<result>_sessions: sw_start, sw_last, the group keys, a partial state
+ * per aggregate).  A step folds the rows it read that the query has not
+ * folded (by offset, as the pane plan's fold) into the sessions of those
+ * rows alone, per group (gaps-and-islands with window functions), each
+ * with its partial states; takes every open session out of the state
+ * table; merges both into islands (sorted by first event per group, one
+ * starts a new island when its first event is gap or more after every
+ * last event before it); upserts the islands that closed (last + gap <=
+ * W) with each aggregate's combine and final functions, and writes the
+ * open ones back with their states merged.  One statement: WITH sw_fresh
+ * (the fold), sw_old (DELETE ... RETURNING), sw_isl (the islands),
+ * sw_keep (INSERT of the open ones), sw_ins (the upsert).  A step costs
+ * the new rows plus the open sessions, however long those have been open.
  *
- * The statement, built from the query's analyzed tree (never its text):
+ * The state is a cache, as panes are: rows of open sessions are retained
+ * (session_from: the first event time of the earliest session still open,
+ * or W when none is), so a state table that is missing, emptied, restored
+ * or built by another server version is made anew from them (the fold
+ * then reads every retained row from session_from on; a closed session
+ * whose tail it reads again ends at or before closed_until and is not
+ * written again).  Why that is exact: an accepted event has t >= W when it
+ * is read, so it can only extend or merge open sessions: a session whose
+ * end is <= W is final.
+ *
+ * Queries with an aggregate that has no combine function (array_agg,
+ * string_agg on PostgreSQL 15, ordered-set aggregates, DISTINCT or ORDER
+ * BY in a call) keep nothing: a step recomputes the sessions over the
+ * accepted rows from session_from on and upserts those whose end lies in
+ * (closed_until, W], with the statement:
  *
  *	 WITH sw_tag AS MATERIALIZED (
  *			-- the query's FROM and WHERE over the stream's rows with
@@ -37,12 +55,16 @@
  *	 SELECT count of rows upserted, the earliest start of an open session
  *
  * Parameters: $1 the query's start offset, $2 each partition's processed
- * offset, $3 session_from, $4 closed_until, $5 W, $6 session_floor.
+ * offset, $3 session_from, $4 closed_until, $5 W, $6 session_floor.  Every
+ * row of a session still open, or still to come, has t >= session_from;
+ * the tail of a closed session that is read again ends where it ended, at
+ * or before closed_until, and is not emitted again.
  *
- * Exactly once: the results, closed_until and session_from are written in
- * the step's transaction, with the offsets and W; a failed step leaves all
- * of them, and the next one computes the same sessions again; a session
- * written again is the same row, upserted over itself.
+ * Exactly once: the results, the state table, how far the query folded,
+ * closed_until and session_from are written in the step's transaction,
+ * with the offsets and W; a failed step leaves all of them, and the next
+ * one computes the same sessions again; a session written again is the
+ * same row, upserted over itself.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -58,10 +80,12 @@
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 #include "utils/timestamp.h"
 
 #include "catalog.h"
 #include "limit.h"
+#include "pane.h"
 #include "query.h"
 #include "result.h"
 #include "session.h"
@@ -119,48 +143,26 @@ session_rows_query(Oid relid)
 }
 
 /*
- * The statement of a session query's step (file header), as the current
- * user (the query's owner), from its analyzed tree.
+ * The query's FROM and WHERE, its stream replaced by source (the stream's
+ * columns), each row with all the stream's columns (in cols, quoted, as
+ * the result outputs them; *natts of them) and the query's GROUP BY
+ * expressions (sw_session_k1, ...; *nkeys of them), as SQL.
  */
-char *
-sw_session_statement(const SwQueryDef *def)
+static char *
+rows_with_keys(const SwQueryDef *def, Query *q, int rtindex, Query *source,
+			   StringInfo cols, int *natts, int *nkeys)
 {
-	Query	   *q = sw_analyze_window_query(def->query);
-	Query	   *rows;
-	Query	   *fin;
-	RangeTblEntry *rte;
+	Query	   *rows = copyObject(q);
 	Relation	rel;
 	TupleDesc	desc;
-	int			rtindex;
-	int			natts;
-	int			nkeys = 0;
-	int			resno = 1;
-	Index		maxref = 0;
 	List	   *tlist = NIL;
 	ListCell   *lc;
-	StringInfoData cols;		/* the stream's columns, as sw_tag outputs them */
-	StringInfoData keys;		/* sw_session_k1, ... */
-	StringInfoData tag;
-	char	   *gap = sw_interval_literal(def->size_us);
-	char	   *order = "%1$s.sw_event_time, %1$s.sw_partition, %1$s.sw_offset";
-	TargetEntry *ts;
-	TargetEntry *te;
-	SortGroupClause *sgc;
-	const char *result;
+	int			resno = 1;
 
-	rtindex = session_stream_rtindex(q, def->stream);
 	rel = table_open(def->stream, AccessShareLock);
 	desc = RelationGetDescr(rel);
-	natts = desc->natts;
-
-	/*
-	 * The rows: the query's FROM and WHERE, the stream replaced by its rows
-	 * from session_from on, each with all the stream's columns and the
-	 * query's GROUP BY expressions (sw_session_k1, ...).
-	 */
-	rows = copyObject(q);
-	initStringInfo(&cols);
-	for (int i = 0; i < natts; i++)
+	*natts = desc->natts;
+	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 		Expr	   *e;
@@ -178,68 +180,105 @@ sw_session_statement(const SwQueryDef *def)
 			name = pstrdup(NameStr(att->attname));
 		}
 		tlist = lappend(tlist, makeTargetEntry(e, resno++, name, false));
-		appendStringInfo(&cols, "%s%s", i > 0 ? ", " : "", quote_identifier(name));
+		appendStringInfo(cols, "%s%s", i > 0 ? ", " : "", quote_identifier(name));
 	}
 	table_close(rel, AccessShareLock);
-	initStringInfo(&keys);
+	*nkeys = 0;
 	foreach(lc, q->groupClause)
 	{
 		TargetEntry *tle = get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc),
 												   q->targetList);
 
-		nkeys++;
+		(*nkeys)++;
 		tlist = lappend(tlist, makeTargetEntry(copyObject(tle->expr), resno++,
-											   psprintf("sw_session_k%d", nkeys), false));
+											   psprintf("sw_session_k%d", *nkeys), false));
 	}
-	if (sw_replace_stream(rows, def->stream, session_rows_query(def->stream)) != 1)
+	if (sw_replace_stream(rows, def->stream, source) != 1)
 		elog(ERROR, "streamwm: session query \"%s\" reads its stream more than once", def->name);
 	sw_query_rows_only(rows, tlist);
+	return sw_deparse_query(rows);
+}
+
+/* "PARTITION BY <alias>.<prefix>1, ..." for nkeys keys, or "" */
+static char *
+partition_by(const char *alias, const char *prefix, int nkeys)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	for (int k = 1; k <= nkeys; k++)
+		appendStringInfo(&s, "%s%s.%s%d", k > 1 ? ", " : "PARTITION BY ", alias, prefix, k);
+	return s.data;
+}
+
+/*
+ * Sessions of rows (SQL from rows_with_keys): a row starts one when it is
+ * the first of its group or gap or more after the previous (ties in any
+ * order: they are less than gap apart); a running sum numbers them; each
+ * row gets its session's first and last event times (sw_session_first,
+ * sw_session_last).  Returns "(...) sw_b".
+ */
+static char *
+sessions_of_rows(const char *rows, int nkeys, const char *gap)
+{
+	const char *order = "%1$s.sw_event_time, %1$s.sw_partition, %1$s.sw_offset";
+	char	   *by_n = partition_by("sw_n", "sw_session_k", nkeys);
+	char	   *by_d = partition_by("sw_d", "sw_session_k", nkeys);
+	char	   *by_a = partition_by("sw_a", "sw_session_k", nkeys);
+
+	return psprintf("(SELECT sw_a.*, pg_catalog.min(sw_a.sw_event_time) OVER sw_w AS sw_session_first,"
+					" pg_catalog.max(sw_a.sw_event_time) OVER sw_w AS sw_session_last FROM ("
+					"SELECT sw_n.*, pg_catalog.sum(sw_n.sw_session_new) OVER (%s ORDER BY %s"
+					" ROWS UNBOUNDED PRECEDING) AS sw_session_id FROM ("
+					"SELECT sw_d.*, CASE WHEN sw_d.sw_event_time OPERATOR(pg_catalog.-)"
+					" pg_catalog.lag(sw_d.sw_event_time) OVER (%s ORDER BY %s)"
+					" OPERATOR(pg_catalog.<) %s THEN 0 ELSE 1 END AS sw_session_new"
+					" FROM (%s) sw_d) sw_n) sw_a WINDOW sw_w AS (%s%ssw_a.sw_session_id)) sw_b",
+					by_n, psprintf(order, "sw_n"), by_d, psprintf(order, "sw_d"), gap, rows,
+					by_a, nkeys > 0 ? ", " : "PARTITION BY ");
+}
+
+/*
+ * The statement of a session query's step that reads its rows again
+ * (file header), as the current user (the query's owner), from its
+ * analyzed tree: for queries whose aggregates cannot be kept as partial
+ * states.
+ */
+static char *
+reread_statement(const SwQueryDef *def)
+{
+	Query	   *q = sw_analyze_window_query(def->query);
+	Query	   *fin;
+	RangeTblEntry *rte;
+	int			rtindex;
+	int			natts;
+	int			nkeys;
+	Index		maxref = 0;
+	ListCell   *lc;
+	StringInfoData cols;		/* the stream's columns, as sw_tag outputs them */
+	char	   *tag;
+	char	   *gap = sw_interval_literal(def->size_us);
+	TargetEntry *ts;
+	TargetEntry *te;
+	SortGroupClause *sgc;
+	const char *result;
+
+	rtindex = session_stream_rtindex(q, def->stream);
+	initStringInfo(&cols);
 
 	/*
-	 * Sessions: a row starts one when it is the first of its group or
-	 * gap or more after the previous (ties in any order: they are less
-	 * than gap apart); a running sum numbers them; each row gets its
-	 * session's first event time and last + gap.
+	 * The rows: the query's FROM and WHERE, the stream replaced by its rows
+	 * from session_from on, and the session of each.  A session whose last
+	 * event is at or above W is open whatever its end: 'infinity', so that
+	 * an event near the end of the timestamp range cannot make last + gap
+	 * overflow at every step.
 	 */
-#define PARTITION_BY(alias) \
-	do { \
-		if (nkeys > 0) \
-		{ \
-			appendStringInfoString(&tag, "PARTITION BY "); \
-			for (int k = 1; k <= nkeys; k++) \
-				appendStringInfo(&tag, "%s%s.sw_session_k%d", k > 1 ? ", " : "", (alias), k); \
-		} \
-	} while (0)
-
-	initStringInfo(&tag);
-	/*
-	 * A session whose last event is at or above W is open whatever its end:
-	 * 'infinity', so that an event near the end of the timestamp range
-	 * cannot make last + gap overflow at every step.
-	 */
-	appendStringInfo(&tag, "SELECT %s, sw_b.sw_session_first AS sw_session_start,"
-					 " CASE WHEN sw_b.sw_session_last OPERATOR(pg_catalog.>=) $5"
-					 " THEN 'infinity'::pg_catalog.timestamptz"
-					 " ELSE sw_b.sw_session_last OPERATOR(pg_catalog.+) %s END AS sw_session_end FROM ("
-					 "SELECT sw_a.*, pg_catalog.min(sw_a.sw_event_time) OVER sw_w AS sw_session_first,"
-					 " pg_catalog.max(sw_a.sw_event_time) OVER sw_w AS sw_session_last FROM ("
-					 "SELECT sw_n.*, pg_catalog.sum(sw_n.sw_session_new) OVER (",
-					 cols.data, gap);
-	PARTITION_BY("sw_n");
-	appendStringInfo(&tag, " ORDER BY ");
-	appendStringInfo(&tag, order, "sw_n");
-	appendStringInfo(&tag, " ROWS UNBOUNDED PRECEDING) AS sw_session_id FROM ("
-					 "SELECT sw_d.*, CASE WHEN sw_d.sw_event_time OPERATOR(pg_catalog.-)"
-					 " pg_catalog.lag(sw_d.sw_event_time) OVER (");
-	PARTITION_BY("sw_d");
-	appendStringInfo(&tag, " ORDER BY ");
-	appendStringInfo(&tag, order, "sw_d");
-	appendStringInfo(&tag, ") OPERATOR(pg_catalog.<) %s THEN 0 ELSE 1 END AS sw_session_new"
-					 " FROM (%s) sw_d) sw_n) sw_a WINDOW sw_w AS (",
-					 gap, sw_deparse_query(rows));
-	PARTITION_BY("sw_a");
-	appendStringInfo(&tag, "%ssw_a.sw_session_id)) sw_b", nkeys > 0 ? ", " : "PARTITION BY ");
-#undef PARTITION_BY
+	tag = rows_with_keys(def, q, rtindex, session_rows_query(def->stream), &cols, &natts, &nkeys);
+	tag = psprintf("SELECT %s, sw_b.sw_session_first AS sw_session_start,"
+				   " CASE WHEN sw_b.sw_session_last OPERATOR(pg_catalog.>=) $5"
+				   " THEN 'infinity'::pg_catalog.timestamptz"
+				   " ELSE sw_b.sw_session_last OPERATOR(pg_catalog.+) %s END AS sw_session_end FROM %s",
+				   cols.data, gap, sessions_of_rows(tag, nkeys, gap));
 
 	/*
 	 * The query itself over the rows of the sessions closing now
@@ -291,37 +330,235 @@ sw_session_statement(const SwQueryDef *def)
 										" WHERE sw_t.sw_session_end OPERATOR(pg_catalog.>) $4"
 										" AND sw_t.sw_session_end OPERATOR(pg_catalog.<=) $5"
 										" AND sw_t.sw_session_start OPERATOR(pg_catalog.>=) $6), ",
-										tag.data, cols.data),
+										tag, cols.data),
 							   sw_deparse_query(fin), NULL, result);
 }
 
-/* Run a session query's statement (prepared by the caller). */
-static void
-run_session_statement(const SwQueryDef *def, SPIPlanPtr plan, Datum offsets,
-					  TimestampTz hi, int64 *rows, TimestampTz *open_from)
+/*
+ * The partial plan of a session query (its state: each open session's
+ * first and last event time, keys and partial aggregate states), or NULL
+ * (and *why) when its aggregates cannot be kept so.  Its fold is the
+ * query over the new rows' sessions (sessions_of_rows over the rows not
+ * folded yet, from just after $6 on), grouped by each one's first and last
+ * event time and the keys.
+ */
+static PanePlan *
+session_partial_plan(const SwQueryDef *def, const char **why)
 {
-	Datum		values[6];
-	bool		isnull;
-	Datum		d;
+	static const char *const lead[2] = {"sw_start", "sw_last"};
+	Oid			types[7] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID, INT8ARRAYOID,
+	TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID};
+	Query	   *q = sw_analyze_window_query(def->query);
+	int			rtindex = session_stream_rtindex(q, def->stream);
+	StringInfoData cols;
+	int			natts;
+	int			nkeys;
+	char	   *rows;
 
-	values[0] = Int64GetDatum(def->start_offset);
-	values[1] = offsets;
-	values[2] = TimestampTzGetDatum(def->session_from);
-	values[3] = TimestampTzGetDatum(def->closed_until);
-	values[4] = TimestampTzGetDatum(hi);
-	values[5] = TimestampTzGetDatum(def->session_floor);
-	if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "streamwm: session statement of query \"%s\" failed", def->name);
-	*rows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
-	d = sw_spi_getdatum(0, 2, &isnull);
-	*open_from = isnull ? DT_NOEND : DatumGetTimestampTz(d);
-	SPI_freetuptable(SPI_tuptable);
+	if (!sw_pane_engine)
+	{
+		*why = "streamwm.pane_engine is off";
+		return NULL;
+	}
+	initStringInfo(&cols);
+	rows = rows_with_keys(def, q, rtindex, sw_fold_rows_query(def->stream, NULL, true),
+						  &cols, &natts, &nkeys);
+	rows = psprintf("SELECT %s, sw_b.sw_session_first AS sw_start, sw_b.sw_session_last AS sw_last"
+					" FROM %s", cols.data,
+					sessions_of_rows(rows, nkeys, sw_interval_literal(def->size_us)));
+	return sw_partial_plan(def->stream, q, sw_analyze_internal(rows, types, lengthof(types)),
+						   lead, 2, "sessions", why);
+}
+
+/*
+ * The statement of a session query's step that keeps its open sessions
+ * (file header).  Parameters: session_state_param_types.
+ */
+static char *
+session_state_statement(const SwQueryDef *def, const PanePlan *pp)
+{
+	char	   *state = sw_relation_name(def->pane_table);
+	char	   *gap = sw_interval_literal(def->size_us);
+	char	   *columns = sw_state_columns(pp, "", false);
+	char	   *by_u = partition_by("sw_u", "sw_k", pp->nkeys);
+	char	   *by_x = partition_by("sw_x", "sw_k", pp->nkeys);
+	char	   *by_y = partition_by("sw_y", "sw_k", pp->nkeys);
+	StringInfoData keep;
+	StringInfoData combine;
+	List	   *dpcontext;
+	ListCell   *lc;
+	int			nestlevel;
+	char	   *ctes;
+
+	/* each island's states merged into one: the open ones are kept */
+	initStringInfo(&keep);
+	appendStringInfoString(&keep, "SELECT sw_z.sw_is, sw_z.sw_il");
+	for (int i = 1; i <= pp->nkeys; i++)
+		appendStringInfo(&keep, ", sw_z.sw_k%d", i);
+	for (int i = 1; i <= pp->naggs; i++)
+		appendStringInfo(&keep, ", streamwm_internal.merge(sw_z.sw_a%d, '%u'::pg_catalog.oid)",
+						 i, pp->aggs[i - 1]);
+	appendStringInfoString(&keep, " FROM sw_isl sw_z WHERE sw_z.sw_open GROUP BY sw_z.sw_is, sw_z.sw_il");
+	for (int i = 1; i <= pp->nkeys; i++)
+		appendStringInfo(&keep, ", sw_z.sw_k%d", i);
+
+	/*
+	 * The fresh sessions of the new rows and the open ones of the state
+	 * table (all taken out of it), merged into islands: sorted by first
+	 * event per group, one starts a new island when its first event is gap
+	 * or more after every last event before it.  An island is open while
+	 * last + gap > W ('infinity' at or above W: no overflow).
+	 */
+	ctes = psprintf("sw_fresh(%s) AS (%s),"
+					" sw_old AS (DELETE FROM %s sw_d RETURNING %s),"
+					" sw_isl AS MATERIALIZED (SELECT sw_y.*,"
+					" pg_catalog.min(sw_y.sw_start) OVER sw_i AS sw_is,"
+					" pg_catalog.max(sw_y.sw_last) OVER sw_i AS sw_il,"
+					" CASE WHEN pg_catalog.max(sw_y.sw_last) OVER sw_i OPERATOR(pg_catalog.>=) $5"
+					" THEN true ELSE pg_catalog.max(sw_y.sw_last) OVER sw_i OPERATOR(pg_catalog.+) %s"
+					" OPERATOR(pg_catalog.>) $5 END AS sw_open FROM ("
+					"SELECT sw_x.*, pg_catalog.sum(sw_x.sw_new) OVER (%s ORDER BY sw_x.sw_start"
+					" ROWS UNBOUNDED PRECEDING) AS sw_id FROM ("
+					"SELECT sw_u.*, CASE WHEN sw_u.sw_start OPERATOR(pg_catalog.-)"
+					" pg_catalog.max(sw_u.sw_last) OVER (%s ORDER BY sw_u.sw_start"
+					" ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+					" OPERATOR(pg_catalog.<) %s THEN 0 ELSE 1 END AS sw_new FROM ("
+					"SELECT %s FROM sw_fresh UNION ALL SELECT %s FROM sw_old) sw_u) sw_x) sw_y"
+					" WINDOW sw_i AS (%s%ssw_y.sw_id)),"
+					" sw_keep AS (INSERT INTO %s (%s) %s RETURNING 1), ",
+					columns, pp->fold_select,
+					state, sw_state_columns(pp, "sw_d.", false),
+					gap, by_x, by_u, gap, columns, columns,
+					by_y, pp->nkeys > 0 ? ", " : "PARTITION BY ",
+					state, columns, keep.data);
+
+	/*
+	 * The sessions closing now (closed, ending after closed_until, not
+	 * starting before session_floor): the user's outputs and HAVING with
+	 * each key replaced by its column and each aggregate by the combine of
+	 * its states.
+	 */
+	dpcontext = deparse_context_for("sw_p", def->pane_table);
+	nestlevel = sw_enter_safe_path();
+	initStringInfo(&combine);
+	appendStringInfo(&combine, "SELECT sw_p.sw_start, sw_p.sw_last OPERATOR(pg_catalog.+) %s", gap);
+	foreach(lc, pp->outputs)
+		appendStringInfo(&combine, ", %s", deparse_expression(lfirst(lc), dpcontext, true, false));
+	appendStringInfoString(&combine, " FROM (SELECT sw_z.sw_is AS sw_start, sw_z.sw_il AS sw_last");
+	for (int i = 1; i <= pp->nkeys; i++)
+		appendStringInfo(&combine, ", sw_z.sw_k%d", i);
+	for (int i = 1; i <= pp->naggs; i++)
+		appendStringInfo(&combine, ", sw_z.sw_a%d", i);
+	appendStringInfo(&combine, " FROM sw_isl sw_z WHERE CASE WHEN sw_z.sw_open THEN false"
+					 " ELSE sw_z.sw_il OPERATOR(pg_catalog.+) %s OPERATOR(pg_catalog.>) $3"
+					 " AND sw_z.sw_is OPERATOR(pg_catalog.>=) $8 END) sw_p"
+					 " GROUP BY sw_p.sw_start, sw_p.sw_last", gap);
+	for (int i = 1; i <= pp->nkeys; i++)
+		appendStringInfo(&combine, ", sw_p.sw_k%d", i);
+	if (pp->having != NULL)
+		appendStringInfo(&combine, " HAVING %s",
+						 deparse_expression(pp->having, dpcontext, true, false));
+	sw_leave_safe_path(nestlevel);
+
+	return sw_upsert_statement(def, ctes, combine.data, NULL,
+							   "SELECT (SELECT pg_catalog.count(*) FROM sw_ins),"
+							   " (SELECT pg_catalog.min(sw_z.sw_is) FROM sw_isl sw_z WHERE sw_z.sw_open),"
+							   " (SELECT pg_catalog.count(*) FROM sw_keep)");
+}
+
+/*
+ * The parameters of the statement that keeps open sessions: $1 the
+ * query's start offset, $2 each partition's processed offset, $3
+ * closed_until, $4 each partition's folded offset (NULL: none, or the
+ * state was made anew), $5 W, $6 the fold's floor (just before
+ * session_from), $7 whether the late log may hold rows of the fold
+ * (sw_catalog_has_late_in), $8 session_floor.  The first seven are the
+ * fold's (sw_fold_rows_query).
+ */
+static const Oid state_param_types[8] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID,
+	INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID, TIMESTAMPTZOID};
+
+/*
+ * The partial plan of the entry's query, decided once per entry: NULL
+ * when its aggregates cannot be kept as partial states (the step then
+ * reads the rows of open sessions again).
+ */
+static PanePlan *
+session_plan_of(const SwQueryDef *def, SwStepEntry *e)
+{
+	if (!e->pane_plan_decided)
+	{
+		MemoryContext old = MemoryContextSwitchTo(e->cxt);
+		const char *why;
+
+		e->pane_plan = session_partial_plan(def, &why);
+		e->pane_plan_decided = true;
+		MemoryContextSwitchTo(old);
+	}
+	return e->pane_plan;
+}
+
+/*
+ * The statement a step of a session query runs, as the current user (the
+ * query's owner), for streamwm_internal._window_sql().
+ */
+char *
+sw_session_statement(const SwQueryDef *def)
+{
+	const char *why;
+	PanePlan   *pp = session_partial_plan(def, &why);
+
+	if (pp == NULL)
+		return reread_statement(def);
+	if (!OidIsValid(def->pane_table))
+		return "(made at the query's first step)";
+	return session_state_statement(def, pp);
+}
+
+/*
+ * Make the statement that reads the rows of open sessions again the
+ * entry's, if it is not.
+ */
+static void
+prepare_reread(const SwQueryDef *def, SwStepEntry *e)
+{
+	if (e->plan == NULL)
+	{
+		char	   *sql = reread_statement(def);
+
+		sw_step_entry_depends(e, sw_query_relids(sw_analyze_window_query(def->query)));
+		/* privileges before planning: see sw_check_statement_privileges */
+		sw_check_statement_privileges(sql, 6, session_param_types);
+		sw_step_entry_set_statement(e, sql, 6, session_param_types, InvalidOid);
+	}
+}
+
+/*
+ * Make sure the query's state table is there (made anew when missing,
+ * emptied, restored or built for other aggregates: *rebuild) and the
+ * statement that keeps it is the entry's.
+ */
+static void
+prepare_state(SwQueryDef *def, SwStepEntry *e, const PanePlan *pp, bool *rebuild)
+{
+	sw_ensure_pane_table(def, pp, rebuild);
+	if (e->plan == NULL || e->statement_pane_table != def->pane_table)
+	{
+		char	   *sql = session_state_statement(def, pp);
+
+		sw_step_entry_depends(e, sw_query_relids(sw_analyze_window_query(def->query)));
+		/* privileges before planning: see sw_check_statement_privileges */
+		sw_check_statement_privileges(sql, 8, state_param_types);
+		sw_step_entry_set_statement(e, sql, 8, state_param_types, def->pane_table);
+	}
 }
 
 /*
  * A session query's step, as the current user (its owner): upsert every
  * session that closed since closed_until (end in (closed_until, hi]), and
- * record where the rows it still needs start.  Returns the sessions
+ * record where the rows it still needs start (the first event of its
+ * earliest open session, or W): retention keeps them, so that the state
+ * table, a cache, can be made anew from them.  Returns the sessions
  * written (each is a window and a row).
  */
 void
@@ -329,39 +566,87 @@ sw_session_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz hi,
 						  int64 *windows, int64 *rows)
 {
 	SwStepEntry *e = sw_step_entry(def);
+	PanePlan   *pp = session_plan_of(def, e);
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	bool		rebuild = false;
+	Datum		d;
 	TimestampTz open_from;
+	int			rc;
 
-	if (e->plan == NULL)
+	values[0] = Int64GetDatum(def->start_offset);
+	values[1] = offsets;
+	values[4] = TimestampTzGetDatum(hi);
+	if (pp == NULL)
 	{
-		char	   *sql = sw_session_statement(def);
-
-		sw_step_entry_depends(e, sw_query_relids(sw_analyze_window_query(def->query)));
-		/* privileges before planning: see sw_check_statement_privileges */
-		sw_check_statement_privileges(sql, 6, session_param_types);
-		sw_step_entry_set_statement(e, sql, 6, session_param_types, InvalidOid);
+		prepare_reread(def, e);
+		values[2] = TimestampTzGetDatum(def->session_from);
+		values[3] = TimestampTzGetDatum(def->closed_until);
+		values[5] = TimestampTzGetDatum(def->session_floor);
 	}
-	run_session_statement(def, e->plan, offsets, hi, rows, &open_from);
+	else
+	{
+		prepare_state(def, e, pp, &rebuild);
+		values[2] = TimestampTzGetDatum(def->closed_until);
+		if (rebuild || def->folded_offsets == (Datum) 0)
+			nulls[3] = 'n';
+		else
+			values[3] = def->folded_offsets;
+		/* rows before session_from are in closed sessions only */
+		values[5] = TimestampTzGetDatum(TIMESTAMP_NOT_FINITE(def->session_from) ?
+										def->session_from : def->session_from - 1);
+		values[6] = BoolGetDatum(sw_catalog_has_late_in(def->stream, def->start_offset, offsets,
+														nulls[3] == 'n' ? (Datum) 0 : values[3]));
+		values[7] = TimestampTzGetDatum(def->session_floor);
+	}
+	rc = SPI_execute_plan(e->plan, values, nulls, false, 0);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "streamwm: session statement of query \"%s\" failed: %s", def->name,
+			 SPI_result_code_string(rc));
+	*rows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+	d = sw_spi_getdatum(0, 2, &isnull);
+	open_from = isnull ? DT_NOEND : DatumGetTimestampTz(d);
+	SPI_freetuptable(SPI_tuptable);
 	*windows = *rows;
+	if (pp != NULL)
+		sw_record_panes(def, pp, offsets);
 	/* the rows of sessions still open, and of those to come (t >= W) */
 	sw_catalog_record_session_from(def->name, Min(open_from, hi));
 }
 
 /*
- * create_session_query's check (streamwm_internal._check_query): plan the step's
- * statement as the query's owner, and run it over no rows, so that what
- * would fail fails now.
+ * create_session_query's check (streamwm_internal._check_query): make the
+ * state table, plan the step's statement as the query's owner, and run it
+ * over no rows, so that what would fail fails now.
  */
 void
-sw_session_check(const SwQueryDef *def)
+sw_session_check(SwQueryDef *def)
 {
-	Datum		values[6];
+	const char *why;
+	PanePlan   *pp = session_partial_plan(def, &why);
+	Datum		values[8];
 
 	values[0] = Int64GetDatum(0);
 	values[1] = PointerGetDatum(construct_empty_array(INT8OID));
-	for (int i = 2; i < 6; i++)
+	for (int i = 2; i < 8; i++)
 		values[i] = TimestampTzGetDatum(DT_NOBEGIN);
-	sw_dry_run_statement(def->name, sw_session_statement(def), 6, session_param_types,
-						 values, NULL);
+	if (pp == NULL)
+	{
+		sw_dry_run_statement(def->name, reread_statement(def), 6, session_param_types,
+							 values, NULL);
+		return;
+	}
+	{
+		bool		rebuild;
+
+		sw_ensure_pane_table(def, pp, &rebuild);
+		/* a valid state keeps how far it was folded (pane.c sw_pane_check) */
+		sw_record_panes(def, pp, rebuild ? (Datum) 0 : def->folded_offsets);
+		values[6] = BoolGetDatum(true);
+		sw_dry_run_statement(def->name, session_state_statement(def, pp), 8, state_param_types,
+							 values, "   n    ");
+	}
 }
 
 /*

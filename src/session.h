@@ -11,6 +11,6 @@
 extern char *sw_session_statement(const SwQueryDef *def);
 extern void sw_session_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz hi,
 									  int64 *windows, int64 *rows);
-extern void sw_session_check(const SwQueryDef *def);
+extern void sw_session_check(SwQueryDef *def);
 
 #endif							/* STREAMWM_SESSION_H */

@@ -25,7 +25,8 @@ typedef struct SwStepEntry
 	List	   *relids;			/* relations whose change makes it stale */
 	bool		stale;
 	MemoryContext cxt;			/* everything below lives here */
-	void	   *pane_plan;		/* a pane-plan query's PanePlan, once built */
+	void	   *pane_plan;		/* a pane-plan or session query's PanePlan, once built */
+	bool		pane_plan_decided;	/* a session query's: whether it has one */
 	char	   *sql;			/* the step's statement, once built */
 	Oid			statement_pane_table;	/* the pane table it was built for */
 	SPIPlanPtr	plan;			/* its plan, kept */
