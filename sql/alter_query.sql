@@ -279,6 +279,65 @@ SELECT streamwm.alter_query('aq_aq', 'SELECT k, count(*) AS n FROM aq_a WHERE pr
 RESET ROLE;
 SELECT query, owner, definition FROM streamwm.queries WHERE query = 'aq_aq';
 
+-- 5. With allowed_lateness L, the windows that closed but may still
+-- change (window_end > closed_until - L: a row accepted later may fall
+-- into them and re-fire them) are not final: the next step computes them
+-- again with the new text, from their rows, whether or not a late row
+-- comes.  Windows that ended at or before closed_until - L are final and
+-- keep the old text's rows.  (DESIGN.md, "Changing a query")
+SELECT streamwm.create_stream('al', 'k int, v int', allowed_lateness => '10 s', idle_timeout => '1 hour');
+SELECT streamwm.create_query('al_pane', 'SELECT k, count(*) AS n, sum(v) AS s FROM al GROUP BY k',
+                             hop => '5 s', size => '5 s');
+SELECT streamwm.create_query('al_gen', $$SELECT k, count(*) AS n, string_agg(v::text, ',' ORDER BY v) AS s
+                                         FROM al GROUP BY k$$, hop => '5 s', size => '5 s');
+CREATE TABLE al_src AS SELECT i, i % 2 AS k, i AS v, to_timestamp(i) AS t FROM generate_series(1, 40) i;
+INSERT INTO al (sw_write_time, k, v) SELECT t, k, v FROM al_src ORDER BY i;
+SELECT streamwm.process('al');
+CREATE TABLE al_change AS SELECT closed_until, closed_until - interval '10 s' AS final_until
+  FROM streamwm.queries WHERE query = 'al_pane';
+SELECT * FROM al_change;
+SELECT streamwm.alter_query('al_pane', 'SELECT k, count(*) AS n, sum(v) * 10 AS s FROM al GROUP BY k');
+SELECT streamwm.alter_query('al_gen', $$SELECT k, count(*) AS n, string_agg(v::text, ';' ORDER BY v DESC) AS s
+                                        FROM al GROUP BY k$$);
+-- a step with no new row: the windows ending in (30 s, 40 s] get the new text
+SELECT streamwm.process('al');
+SELECT query, windows_emitted, windows_refired, last_error FROM streamwm.queries WHERE query LIKE 'al\_%' ORDER BY 1;
+SELECT window_start, k, n, s FROM al_pane WHERE window_end > (SELECT final_until - interval '5 s' FROM al_change)
+ ORDER BY 1, 2;
+-- then a row accepted within L (33 s), one late (29 s < W - L), and one
+-- that closes two more windows (50 s)
+INSERT INTO al (sw_write_time, k, v) VALUES (to_timestamp(33), 1, 1000), (to_timestamp(29), 1, 2000);
+INSERT INTO al_src VALUES (41, 1, 1000, to_timestamp(33));
+SELECT streamwm.process('al');
+INSERT INTO al (sw_write_time, k, v) VALUES (to_timestamp(50), 0, 0);
+SELECT streamwm.process('al');
+SELECT late_events FROM streamwm.streams WHERE stream = 'al'::regclass;
+-- the model: every window of the accepted rows that has closed (end <= W);
+-- the old text where window_end <= closed_until - L at the change, the new
+-- text elsewhere
+CREATE TABLE al_model AS
+SELECT ws AS window_start, ws + interval '5 s' AS window_end, k, count(*) AS n,
+       CASE WHEN ws + interval '5 s' <= (SELECT final_until FROM al_change)
+            THEN sum(v) ELSE sum(v) * 10 END AS s,
+       CASE WHEN ws + interval '5 s' <= (SELECT final_until FROM al_change)
+            THEN string_agg(v::text, ',' ORDER BY v) ELSE string_agg(v::text, ';' ORDER BY v DESC) END AS l
+  FROM al_src, streamwm.window_start(t, '5 s') ws
+ WHERE ws + interval '5 s' <= (SELECT watermark FROM streamwm.streams WHERE stream = 'al'::regclass)
+ GROUP BY 1, 2, 3;
+SELECT count(*) AS windows_x_groups,
+       count(*) FILTER (WHERE window_end > (SELECT final_until FROM al_change)) AS with_new_text
+  FROM al_model;
+SELECT (SELECT count(*) FROM (SELECT window_start, window_end, k, n, s FROM al_model
+                              EXCEPT ALL SELECT window_start, window_end, k, n, s FROM al_pane) x) AS pane_missing,
+       (SELECT count(*) FROM (SELECT window_start, window_end, k, n, s FROM al_pane
+                              EXCEPT ALL SELECT window_start, window_end, k, n, s FROM al_model) x) AS pane_extra,
+       (SELECT count(*) FROM (SELECT window_start, window_end, k, n, l FROM al_model
+                              EXCEPT ALL SELECT window_start, window_end, k, n, s FROM al_gen) x) AS gen_missing,
+       (SELECT count(*) FROM (SELECT window_start, window_end, k, n, s FROM al_gen
+                              EXCEPT ALL SELECT window_start, window_end, k, n, l FROM al_model) x) AS gen_extra;
+SELECT streamwm.drop_stream('al', cascade => true);
+DROP TABLE al_pane, al_gen, al_src, al_change, al_model;
+
 SELECT streamwm.drop_stream('aq', cascade => true);
 SELECT streamwm.drop_stream('aq_other');
 SELECT streamwm.drop_stream('aq_dd', cascade => true);

@@ -24,10 +24,77 @@ SELECT streamwm.create_count_query('cw_bad', 'SELECT k, v FROM cw_a', 3);
 SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a, pg_catalog.pg_am', 3);
 SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a WHERE k IN (SELECT k FROM cw_a)', 3);
 SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a WHERE random() < 2', 3);
+-- a WHERE or GROUP BY that a later step could evaluate differently: a
+-- stable function (TimeZone or DateStyle of the session running the step)
+-- or a subquery over another table (it can change between steps)
+CREATE TABLE cw_dim (k int);
+SELECT streamwm.create_count_query('cw_bad', 'SELECT sw_event_time::date AS d, count(*) AS n FROM cw_a GROUP BY 1', 3);
+SELECT streamwm.create_count_query('cw_bad',
+  'SELECT to_char(sw_event_time, ''YYYY-MM-DD HH24'') AS h, count(*) AS n FROM cw_a GROUP BY 1', 3);
+SELECT streamwm.create_count_query('cw_bad',
+  'SELECT count(*) AS n FROM cw_a WHERE sw_event_time > now() - interval ''1 day''', 3);
+SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a WHERE k IN (SELECT k FROM cw_dim)', 3);
+SELECT streamwm.create_count_query('cw_bad',
+  'SELECT k, (SELECT max(d.k) FROM cw_dim d) AS m, count(*) AS n FROM cw_a GROUP BY 1, 2', 3);
 SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS window_seq FROM cw_a', 3);
 SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a', 3, start_from => 'now');
+-- a result table given by name needs a unique index the upsert can use:
+-- valid, on exactly (window_seq, keys) (INCLUDE columns aside); these are
+-- the checks of every kind of query (streamwm_internal._result_table)
+CREATE TABLE cw_inv (window_seq bigint, window_start timestamptz, window_end timestamptz, n bigint);
+INSERT INTO cw_inv VALUES (1, now(), now(), 1), (1, now(), now(), 1);
+CREATE UNIQUE INDEX CONCURRENTLY cw_inv_seq ON cw_inv (window_seq);
+DELETE FROM cw_inv;
+SELECT indisvalid FROM pg_index WHERE indexrelid = 'cw_inv_seq'::regclass;
+SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a', 3, result_table => 'cw_inv');
+CREATE TABLE cw_wide (window_seq bigint, window_start timestamptz, window_end timestamptz, n bigint,
+                      UNIQUE (window_seq, n));
+SELECT streamwm.create_count_query('cw_bad', 'SELECT count(*) AS n FROM cw_a', 3, result_table => 'cw_wide');
+CREATE TABLE cw_incl (window_seq bigint, window_start timestamptz, window_end timestamptz, n bigint,
+                      UNIQUE (window_seq) INCLUDE (n));
+SELECT streamwm.create_count_query('cw_incl', 'SELECT count(*) AS n FROM cw_a', 3, result_table => 'cw_incl');
+SELECT streamwm.drop_query('cw_incl');
+DROP TABLE cw_inv, cw_wide, cw_incl;
 SELECT count(*) AS bad_queries, to_regclass('cw_bad') AS bad_table
   FROM streamwm.queries WHERE query = 'cw_bad';
+DROP TABLE cw_dim;
+
+-- 1b. an immutable day key (the time zone named) is accepted, and steps
+-- run under different TimeZone settings number the events as one model
+SELECT streamwm.create_stream('cw_tz', 'v int', idle_timeout => '1 hour');
+SELECT streamwm.create_count_query('cw_tz_q',
+  'SELECT (sw_event_time AT TIME ZONE ''UTC'')::date AS day, count(*) AS n, sum(v) AS total
+     FROM cw_tz GROUP BY 1', 2);
+CREATE TABLE cw_tz_all (v int, t timestamptz);
+INSERT INTO cw_tz_all SELECT i, '2020-03-01 20:00+00'::timestamptz + i * interval '1 hour'
+  FROM generate_series(1, 9) i;
+INSERT INTO cw_tz (sw_write_time, v) SELECT t, v FROM cw_tz_all WHERE v <= 4;
+SET TimeZone = 'Pacific/Kiritimati';   -- UTC+14: another day than UTC for most of these rows
+SELECT streamwm.process('cw_tz', now => now());
+INSERT INTO cw_tz (sw_write_time, v) SELECT t, v FROM cw_tz_all WHERE v > 4;
+SET TimeZone = 'America/Adak';         -- UTC-10 (UTC-9 in summer)
+SELECT streamwm.process('cw_tz', now => now());
+SET TimeZone = 'UTC';
+INSERT INTO cw_tz (sw_write_time, v) VALUES ('2020-03-02 12:00+00', 100);
+SELECT streamwm.process('cw_tz', now => now());
+-- the model: each UTC day's events below W numbered by time, in pairs
+SELECT window_seq, window_start, window_end, day, n, total FROM cw_tz_q ORDER BY day, window_seq;
+SELECT count(*) AS differences FROM (
+  (TABLE cw_tz_q EXCEPT
+   SELECT seq, min(t), max(t), day, count(*), sum(v) FROM (
+     SELECT a.*, (a.t AT TIME ZONE 'UTC')::date AS day,
+            (row_number() OVER (PARTITION BY (a.t AT TIME ZONE 'UTC')::date ORDER BY a.t) - 1) / 2 AS seq,
+            count(*) OVER (PARTITION BY (a.t AT TIME ZONE 'UTC')::date) AS total_n
+       FROM cw_tz_all a) m WHERE (seq + 1) * 2 <= total_n GROUP BY seq, day)
+  UNION ALL
+  (SELECT seq, min(t), max(t), day, count(*), sum(v) FROM (
+     SELECT a.*, (a.t AT TIME ZONE 'UTC')::date AS day,
+            (row_number() OVER (PARTITION BY (a.t AT TIME ZONE 'UTC')::date ORDER BY a.t) - 1) / 2 AS seq,
+            count(*) OVER (PARTITION BY (a.t AT TIME ZONE 'UTC')::date) AS total_n
+       FROM cw_tz_all a) m WHERE (seq + 1) * 2 <= total_n GROUP BY seq, day
+   EXCEPT TABLE cw_tz_q)) d;
+SELECT streamwm.drop_stream('cw_tz', cascade => true);
+DROP TABLE cw_tz_q, cw_tz_all;
 
 -- 2. the same rows, in the same transactions, into two streams: cw_a is
 -- processed after every batch (of 1, 5 or 13 rows), cw_b once at the end.
@@ -306,6 +373,32 @@ SELECT who, what FROM cw_pwned;   -- nothing of bob's ever ran
 SELECT window_seq, window_start, window_end, k, total FROM cw_alice_q ORDER BY k, window_seq;
 SELECT tableowner, tablename FROM pg_tables WHERE tablename LIKE 'cw\_alice\_q%' ORDER BY 2;
 SELECT query, last_error FROM streamwm.queries WHERE query = 'cw_alice_q';
+-- 5b. create_count_query's helpers, called directly: bob cannot reach
+-- alice's query; alice cannot get a new state table once windows were
+-- emitted (it would number every group from 0 again and overwrite them);
+-- a state table whose columns changed type is refused before it is read
+SET ROLE regress_cw_bob;
+SELECT streamwm_internal._check_count_query('cw_alice_q');
+SELECT streamwm_internal._set_count_windows('cw_alice_q', 5, 5);
+RESET ROLE;
+SET ROLE regress_cw_alice;
+SELECT streamwm_internal._set_count_windows('cw_alice_q', 5, 5);
+CREATE TABLE cw_alice_before AS SELECT * FROM cw_alice_q;
+SELECT streamwm.create_count_query('cw_alice_q2', 'SELECT k, count(*) AS n FROM cw_alice GROUP BY k', 2);
+DROP TABLE cw_alice_q_count;
+SELECT streamwm_internal._check_count_query('cw_alice_q');
+SELECT to_regclass('cw_alice_q_count') AS state_table;
+ALTER TABLE cw_alice_q2_count ALTER COLUMN sw_keep_t TYPE text;
+SELECT streamwm.ingest('cw_alice', '[{"k": 1, "v": 5}, {"k": 1, "v": 6}, {"k": 2, "v": 30}]', write_time => to_timestamp(20));
+SELECT streamwm.ingest('cw_alice', '{"k": 9, "v": 0}', write_time => to_timestamp(30));
+SELECT streamwm.process('cw_alice');
+SELECT query, windows_emitted, last_error FROM streamwm.queries WHERE query LIKE 'cw\_alice\_q%' ORDER BY 1;
+SELECT count(*) AS changed_windows FROM ((TABLE cw_alice_q EXCEPT TABLE cw_alice_before)
+                                         UNION ALL (TABLE cw_alice_before EXCEPT TABLE cw_alice_q)) d;
+SELECT count(*) AS q2_windows FROM cw_alice_q2;
+DROP TABLE cw_alice_before;
+SELECT streamwm.drop_query('cw_alice_q2', drop_result => true);
+RESET ROLE;
 SELECT streamwm.drop_query('cw_alice_q', drop_result => true);
 SELECT streamwm.drop_stream('cw_alice');
 DROP TABLE cw_pwned;

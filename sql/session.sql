@@ -191,10 +191,27 @@ SELECT streamwm.create_session_query('ss_bad', 'SELECT count(*) AS n FROM ss_bid
 SELECT streamwm.create_session_query('ss_bad', 'SELECT count(*) AS n FROM ss_bids', gap => '1 mon');
 SELECT streamwm.create_stream('ss_late', 'v int', allowed_lateness => '5 s');
 SELECT streamwm.create_session_query('ss_bad', 'SELECT count(*) AS n FROM ss_late', gap => '10 s');
--- a subquery on another table in the WHERE is fine
-SELECT streamwm.create_session_query('ss_dimq',
+-- a WHERE or GROUP BY that a later step could evaluate differently over
+-- the rows of an open session: a subquery over another table (it can
+-- change between steps), a stable function (TimeZone, DateStyle of the
+-- session running the step)
+SELECT streamwm.create_session_query('ss_bad',
   'SELECT bidder, count(*) AS n FROM ss_bids WHERE bidder NOT IN (SELECT d.bidder FROM ss_dim d) GROUP BY bidder',
   gap => '10 s');
+SELECT streamwm.create_session_query('ss_bad',
+  'SELECT sw_event_time::date AS day, count(*) AS n FROM ss_bids GROUP BY 1', gap => '10 s');
+SELECT streamwm.create_session_query('ss_bad',
+  'SELECT bidder, count(*) AS n FROM ss_bids WHERE to_char(sw_event_time, ''HH24'') <> ''00'' GROUP BY bidder',
+  gap => '10 s');
+-- a subquery on another table in the outputs is fine (evaluated once, when
+-- the session is written), and so is an immutable day key
+SELECT streamwm.create_session_query('ss_dimq',
+  'SELECT bidder, count(*) AS n, (SELECT count(*) FROM ss_dim) AS dims FROM ss_bids GROUP BY bidder',
+  gap => '10 s');
+SELECT streamwm.create_session_query('ss_dayq',
+  'SELECT (sw_event_time AT TIME ZONE ''UTC'')::date AS day, bidder, count(*) AS n FROM ss_bids GROUP BY 1, 2',
+  gap => '10 s');
+SELECT streamwm.drop_query('ss_dayq', drop_result => true);
 SELECT streamwm_internal._register_session('ss_dimq', '10 s');   -- only create_session_query makes one
 SELECT count(*) AS bad_queries FROM streamwm.queries WHERE query = 'ss_bad';
 RESET ROLE;

@@ -776,6 +776,125 @@ BEGIN
     RETURN start_at;
 END $$;
 
+-- The result table of a new query that writes into a table (every kind but
+-- chains), for the _create_* functions: the table named (default: the
+-- query's name, in the first schema of the caller's search_path) if it
+-- exists, checked, else made by the caller.  kind: 'window' (create_query),
+-- 'session', 'count' or 'ordered'; the columns before the outputs and the
+-- key the upsert uses:
+--   window, session: window_start, window_end; (window_start, group keys)
+--   count:           window_seq, window_start, window_end; (window_seq, group keys)
+--   ordered:         seq, event_time; (seq)
+-- A NULL group key is a group like any other (SPEC section 5): the key is a
+-- primary key when no key column can be NULL, else a UNIQUE NULLS NOT
+-- DISTINCT constraint.  A table that exists must have every column and a
+-- unique index the upsert can use: valid, on exactly the key columns
+-- (INCLUDE columns aside), without predicate or expressions, NULLS NOT
+-- DISTINCT when a key can be NULL (alter_query checks the same, src/alter.c).
+CREATE OR REPLACE FUNCTION streamwm_internal._result_table(kind text, name text, result_table text,
+    user_path text, stream regclass, bound text)
+RETURNS regclass
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    rel      regclass;
+    tname    text;
+    cols     record;
+    lead     text[];
+    leaddefs text;
+    coldefs  text := '';
+    keys     text[];
+    missing  text;
+    nullable_key boolean := false;
+BEGIN
+    IF kind = 'ordered' THEN
+        lead := ARRAY['seq', 'event_time'];
+        leaddefs := 'seq bigint NOT NULL, event_time timestamptz NOT NULL';
+    ELSIF kind = 'count' THEN
+        lead := ARRAY['window_seq', 'window_start', 'window_end'];
+        leaddefs := 'window_seq bigint NOT NULL, window_start timestamptz NOT NULL, '
+                    'window_end timestamptz NOT NULL';
+    ELSIF kind IN ('window', 'session') THEN
+        lead := ARRAY['window_start', 'window_end'];
+        leaddefs := 'window_start timestamptz NOT NULL, window_end timestamptz NOT NULL';
+    ELSE
+        RAISE EXCEPTION 'unknown kind of query: %', kind USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    keys := lead[1:1];
+    FOR cols IN SELECT * FROM streamwm_internal._query_columns(stream, bound, kind = 'ordered') LOOP
+        IF kind = 'count' AND cols.colname = 'window_seq' THEN
+            RAISE EXCEPTION 'output column name "window_seq" is reserved for the window number'
+                USING ERRCODE = 'duplicate_column';
+        END IF;
+        coldefs := coldefs || format(', %I %s', cols.colname, cols.coltype);
+        IF cols.is_key THEN
+            keys := keys || cols.colname;
+            nullable_key := nullable_key OR cols.nullable;
+        END IF;
+    END LOOP;
+
+    tname := streamwm_internal._qualified_name(coalesce(result_table,
+                 CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
+                 user_path);
+    rel := to_regclass(tname);
+    IF rel IS NOT NULL AND EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = rel) THEN
+        IF kind = 'window' THEN
+            RAISE EXCEPTION 'result table % is a stream', rel
+                USING ERRCODE = 'wrong_object_type',
+                      HINT = 'To write a query''s windows into a stream, give it as result_stream.';
+        ELSIF kind = 'session' THEN
+            RAISE EXCEPTION 'result table % is a stream', rel
+                USING ERRCODE = 'wrong_object_type',
+                      DETAIL = 'A session query writes into a table.';
+        ELSIF kind = 'count' THEN
+            RAISE EXCEPTION 'result table % is a stream', rel
+                USING ERRCODE = 'wrong_object_type',
+                      HINT = 'A count query writes into a table.';
+        END IF;
+        RAISE EXCEPTION 'result table % is a stream', rel USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF rel IS NULL THEN
+        EXECUTE format('CREATE TABLE %s (%s%s, %s (%s))',
+                       tname, leaddefs, coldefs,
+                       CASE WHEN nullable_key THEN 'UNIQUE NULLS NOT DISTINCT' ELSE 'PRIMARY KEY' END,
+                       (SELECT string_agg(quote_ident(k), ', ') FROM unnest(keys) k));
+        RETURN tname::regclass;
+    END IF;
+
+    SELECT string_agg(c, ', ') INTO missing
+      FROM unnest(lead || ARRAY(SELECT colname FROM streamwm_internal._query_columns(stream, bound,
+                                                                             kind = 'ordered'))) c
+     WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
+                        WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
+                          AND NOT a.attisdropped);
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION 'result table % lacks columns: %', rel, missing
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF NOT EXISTS (
+        SELECT 1 FROM pg_index i
+         WHERE i.indrelid = rel AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
+           AND i.indexprs IS NULL AND (i.indnullsnotdistinct OR NOT nullable_key)
+           AND i.indnkeyatts = cardinality(keys)
+           AND (SELECT array_agg(a.attname::text ORDER BY a.attname)
+                  FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+                  JOIN pg_attribute a ON a.attrelid = rel AND a.attnum = k.attnum
+                 WHERE k.ord <= i.indnkeyatts)
+               = (SELECT array_agg(k ORDER BY k) FROM unnest(keys) k)) THEN
+        IF kind = 'ordered' THEN
+            RAISE EXCEPTION 'result table % has no unique index on (seq)', rel
+                USING ERRCODE = 'invalid_table_definition';
+        END IF;
+        RAISE EXCEPTION 'result table % has no unique index on (%)', rel, array_to_string(keys, ', ')
+            USING ERRCODE = 'invalid_table_definition',
+                  HINT = CASE WHEN nullable_key
+                              THEN 'A group key can be NULL: the index must be UNIQUE NULLS NOT DISTINCT.'
+                              WHEN kind = 'session' THEN 'Sessions are upserted on their start and the GROUP BY columns.'
+                              WHEN kind = 'count' THEN 'Results are upserted on the window number and the GROUP BY columns.'
+                              ELSE 'Results are upserted on the window start and the GROUP BY columns.' END;
+    END IF;
+    RETURN rel;
+END $$;
+
 -- An ordered query (SPEC section 11: create_query with hop and size NULL):
 -- no aggregate, no GROUP BY; each accepted row once, when W passes its
 -- event time, in (sw_event_time, sw_partition, sw_offset) order, into a
@@ -792,11 +911,6 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     s        streamwm.stream_def;
     rel      regclass;
-    relid    oid;
-    tname    text;
-    cols     record;
-    coldefs  text := '';
-    missing  text;
     sid      regclass;
     bound    text;
 BEGIN
@@ -818,48 +932,7 @@ BEGIN
     bound := streamwm_internal._bind_query(query);
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     s := streamwm_internal._stream_of(sid);
-    IF s.allowed_lateness > interval '0' THEN
-        RAISE EXCEPTION 'stream % has allowed_lateness: a query with hop and size NULL emits each row once, in order, and cannot take one back', s.stream
-            USING ERRCODE = 'feature_not_supported';
-    END IF;
-    FOR cols IN SELECT * FROM streamwm_internal._query_columns(s.stream, bound, true) LOOP
-        coldefs := coldefs || format(', %I %s', cols.colname, cols.coltype);
-    END LOOP;
-
-    tname := streamwm_internal._qualified_name(coalesce(result_table,
-                 CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
-                 user_path);
-    relid := to_regclass(tname);
-    IF relid IS NOT NULL AND EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = relid) THEN
-        RAISE EXCEPTION 'result table % is a stream', relid::regclass
-            USING ERRCODE = 'wrong_object_type';
-    END IF;
-    IF relid IS NULL THEN
-        EXECUTE format('CREATE TABLE %s (seq bigint PRIMARY KEY, event_time timestamptz NOT NULL%s)',
-                       tname, coldefs);
-        rel := tname::regclass;
-    ELSE
-        rel := relid;
-        SELECT string_agg(c, ', ') INTO missing
-          FROM unnest(ARRAY['seq', 'event_time'] ||
-                      ARRAY(SELECT colname FROM streamwm_internal._query_columns(s.stream, bound, true))) c
-         WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
-                            WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
-                              AND NOT a.attisdropped);
-        IF missing IS NOT NULL THEN
-            RAISE EXCEPTION 'result table % lacks columns: %', rel, missing
-                USING ERRCODE = 'undefined_column';
-        END IF;
-        IF NOT EXISTS (
-            SELECT 1 FROM pg_index i
-             WHERE i.indrelid = rel AND i.indisunique AND i.indpred IS NULL
-               AND i.indexprs IS NULL AND i.indnkeyatts = 1
-               AND (SELECT a.attname FROM pg_attribute a
-                     WHERE a.attrelid = rel AND a.attnum = i.indkey[0]) = 'seq') THEN
-            RAISE EXCEPTION 'result table % has no unique index on (seq)', rel
-                USING ERRCODE = 'invalid_table_definition';
-        END IF;
-    END IF;
+    rel := streamwm_internal._result_table('ordered', name, result_table, user_path, s.stream, bound);
 
     -- stored with hop and size 0; 'earliest' starts at the stream's
     -- retained_from (every row from there on is retained)
@@ -890,16 +963,10 @@ DECLARE
     s        streamwm.stream_def;
     rs       streamwm.stream_def;
     rel      regclass;
-    relid    oid;
-    tname    text;
-    cols     record;
-    coldefs  text := '';
-    keys     text[] := ARRAY['window_start'];
     missing  text;
     start_at bigint;
     sid      regclass;
     bound    text;
-    nullable_key boolean := false;
 BEGIN
     IF name IS NULL OR name = '' OR query IS NULL THEN
         RAISE EXCEPTION 'query name and text must not be NULL or empty'
@@ -934,13 +1001,9 @@ BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     s := streamwm_internal._stream_of(sid);
 
-    FOR cols IN SELECT * FROM streamwm_internal._query_columns(s.stream, bound) LOOP
-        coldefs := coldefs || format(', %I %s', cols.colname, cols.coltype);
-        IF cols.is_key THEN
-            keys := keys || cols.colname;
-            nullable_key := nullable_key OR cols.nullable;
-        END IF;
-    END LOOP;
+    -- the text's outputs first: a text that is not a window query is
+    -- reported before anything about where its results go
+    PERFORM streamwm_internal._query_columns(s.stream, bound);
 
     IF result_stream IS NOT NULL THEN
         -- A chain (SPEC section 10): each window's rows go into another
@@ -950,18 +1013,9 @@ BEGIN
             RAISE EXCEPTION 'cannot give both result_table and result_stream'
                 USING ERRCODE = 'invalid_parameter_value';
         END IF;
+        -- a stream with allowed_lateness, a result stream with an event_time
+        -- expression: refused by _register_query (src/catalog.c)
         rs := streamwm_internal._stream_of(result_stream);
-        IF s.allowed_lateness > interval '0' THEN
-            RAISE EXCEPTION 'stream % has allowed_lateness: a query over it cannot write into a stream', s.stream
-                USING ERRCODE = 'feature_not_supported',
-                      DETAIL = 'A window re-fired by a late event would reach the result stream a second time.';
-        END IF;
-        IF rs.event_time IS NOT NULL THEN
-            RAISE EXCEPTION 'result stream % has an event_time expression', rs.stream
-                USING ERRCODE = 'invalid_parameter_value',
-                      DETAIL = 'A chained query''s rows have their window start as event time: it is their write time.',
-                      HINT = 'Create the result stream without event_time.';
-        END IF;
         SELECT string_agg(quote_ident(c), ', ') INTO missing
           FROM unnest(ARRAY(SELECT colname FROM streamwm_internal._query_columns(s.stream, bound))) c
          WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
@@ -972,55 +1026,8 @@ BEGIN
                 USING ERRCODE = 'undefined_column';
         END IF;
         rel := rs.stream;
-        relid := NULL;
     ELSE
-        tname := streamwm_internal._qualified_name(coalesce(result_table,
-                     CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
-                     user_path);
-        relid := to_regclass(tname);
-        IF relid IS NOT NULL AND EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = relid) THEN
-            RAISE EXCEPTION 'result table % is a stream', relid::regclass
-                USING ERRCODE = 'wrong_object_type',
-                      HINT = 'To write a query''s windows into a stream, give it as result_stream.';
-        END IF;
-        IF relid IS NULL THEN
-            -- A NULL group key is a group like any other (SPEC section 5): the
-            -- key is a primary key when no key column can be NULL, else a
-            -- UNIQUE NULLS NOT DISTINCT constraint.
-            EXECUTE format('CREATE TABLE %s (window_start timestamptz NOT NULL, '
-                           'window_end timestamptz NOT NULL%s, %s (%s))',
-                           tname, coldefs,
-                           CASE WHEN nullable_key THEN 'UNIQUE NULLS NOT DISTINCT' ELSE 'PRIMARY KEY' END,
-                           (SELECT string_agg(quote_ident(k), ', ') FROM unnest(keys) k));
-            rel := tname::regclass;
-        ELSE
-            rel := relid;
-            SELECT string_agg(c, ', ') INTO missing
-              FROM unnest(ARRAY['window_start', 'window_end'] ||
-                          ARRAY(SELECT colname FROM streamwm_internal._query_columns(s.stream, bound))) c
-             WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
-                                WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
-                                  AND NOT a.attisdropped);
-            IF missing IS NOT NULL THEN
-                RAISE EXCEPTION 'result table % lacks columns: %', rel, missing
-                    USING ERRCODE = 'undefined_column';
-            END IF;
-            IF NOT EXISTS (
-                SELECT 1 FROM pg_index i
-                 WHERE i.indrelid = rel AND i.indisunique AND i.indpred IS NULL
-                   AND i.indexprs IS NULL AND (i.indnullsnotdistinct OR NOT nullable_key)
-                   AND (SELECT array_agg(a.attname::text ORDER BY a.attname)
-                          FROM pg_attribute a
-                         WHERE a.attrelid = rel AND a.attnum = ANY (i.indkey::int2[]))
-                       = (SELECT array_agg(k ORDER BY k) FROM unnest(keys) k)) THEN
-                RAISE EXCEPTION 'result table % has no unique index on (%)', rel,
-                    array_to_string(keys, ', ')
-                    USING ERRCODE = 'invalid_table_definition',
-                          HINT = CASE WHEN nullable_key
-                                      THEN 'A group key can be NULL: the index must be UNIQUE NULLS NOT DISTINCT.'
-                                      ELSE 'Results are upserted on the window start and the GROUP BY columns.' END;
-            END IF;
-        END IF;
+        rel := streamwm_internal._result_table('window', name, result_table, user_path, s.stream, bound);
     END IF;
 
     start_at := streamwm_internal._start_offset(s.stream, start_from);
@@ -1032,14 +1039,6 @@ BEGIN
              WHEN start_from = 'latest' THEN s.watermark
              ELSE streamwm_internal._earliest_closed_until(s.stream, hop, size, origin) END,
         coalesce(origin, '1970-01-01 00:00:00+00'), time_domain);
-    IF time_domain = 'processing' AND
-       (SELECT q.plan FROM streamwm.query_def q WHERE q.name = _create_query.name) <> 'pane' THEN
-        RAISE EXCEPTION 'a query in processing time must use aggregates that combine (the pane plan)'
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'Its state is the partial aggregates of the panes of each step''s clock: the rows do not record when they were read.',
-                  HINT = 'See streamwm.queries.plan: count, sum, min, max and avg over plain GROUP BY columns qualify.';
-    END IF;
-
     -- Plan the upsert once now, so that an error shows here and not in the worker.
     PERFORM streamwm_internal._check_query(name);
     RETURN rel;
@@ -1090,16 +1089,9 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     s        streamwm.stream_def;
     rel      regclass;
-    relid    oid;
-    tname    text;
-    cols     record;
-    coldefs  text := '';
-    keys     text[] := ARRAY['window_start'];
-    missing  text;
     start_at bigint;
     sid      regclass;
     bound    text;
-    nullable_key boolean := false;
 BEGIN
     IF name IS NULL OR name = '' OR query IS NULL THEN
         RAISE EXCEPTION 'query name and text must not be NULL or empty'
@@ -1118,66 +1110,8 @@ BEGIN
     bound := streamwm_internal._bind_query(query);
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     s := streamwm_internal._stream_of(sid);
-    IF s.allowed_lateness > interval '0' THEN
-        RAISE EXCEPTION 'stream % has allowed_lateness: session queries over it are not supported', s.stream
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'An event accepted below W could extend or merge sessions that were already closed and emitted.',
-                  HINT = 'Use a stream without allowed_lateness; only hopping queries re-fire windows.';
-    END IF;
 
-    FOR cols IN SELECT * FROM streamwm_internal._query_columns(s.stream, bound) LOOP
-        coldefs := coldefs || format(', %I %s', cols.colname, cols.coltype);
-        IF cols.is_key THEN
-            keys := keys || cols.colname;
-            nullable_key := nullable_key OR cols.nullable;
-        END IF;
-    END LOOP;
-
-    tname := streamwm_internal._qualified_name(coalesce(result_table,
-                 CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
-                 user_path);
-    relid := to_regclass(tname);
-    IF relid IS NOT NULL AND EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = relid) THEN
-        RAISE EXCEPTION 'result table % is a stream', relid::regclass
-            USING ERRCODE = 'wrong_object_type',
-                  DETAIL = 'A session query writes into a table.';
-    END IF;
-    IF relid IS NULL THEN
-        -- keyed (window_start, group keys); a NULL group key is a group
-        EXECUTE format('CREATE TABLE %s (window_start timestamptz NOT NULL, '
-                       'window_end timestamptz NOT NULL%s, %s (%s))',
-                       tname, coldefs,
-                       CASE WHEN nullable_key THEN 'UNIQUE NULLS NOT DISTINCT' ELSE 'PRIMARY KEY' END,
-                       (SELECT string_agg(quote_ident(k), ', ') FROM unnest(keys) k));
-        rel := tname::regclass;
-    ELSE
-        rel := relid;
-        SELECT string_agg(c, ', ') INTO missing
-          FROM unnest(ARRAY['window_start', 'window_end'] ||
-                      ARRAY(SELECT colname FROM streamwm_internal._query_columns(s.stream, bound))) c
-         WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
-                            WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
-                              AND NOT a.attisdropped);
-        IF missing IS NOT NULL THEN
-            RAISE EXCEPTION 'result table % lacks columns: %', rel, missing
-                USING ERRCODE = 'undefined_column';
-        END IF;
-        IF NOT EXISTS (
-            SELECT 1 FROM pg_index i
-             WHERE i.indrelid = rel AND i.indisunique AND i.indpred IS NULL
-               AND i.indexprs IS NULL AND (i.indnullsnotdistinct OR NOT nullable_key)
-               AND (SELECT array_agg(a.attname::text ORDER BY a.attname)
-                      FROM pg_attribute a
-                     WHERE a.attrelid = rel AND a.attnum = ANY (i.indkey::int2[]))
-                   = (SELECT array_agg(k ORDER BY k) FROM unnest(keys) k)) THEN
-            RAISE EXCEPTION 'result table % has no unique index on (%)', rel,
-                array_to_string(keys, ', ')
-                USING ERRCODE = 'invalid_table_definition',
-                      HINT = CASE WHEN nullable_key
-                                  THEN 'A group key can be NULL: the index must be UNIQUE NULLS NOT DISTINCT.'
-                                  ELSE 'Sessions are upserted on their start and the GROUP BY columns.' END;
-        END IF;
-    END IF;
+    rel := streamwm_internal._result_table('session', name, result_table, user_path, s.stream, bound);
 
     start_at := streamwm_internal._start_offset(s.stream, start_from);
     PERFORM streamwm_internal._register_query(name, s.stream, bound, query, gap, gap, rel,
@@ -1245,16 +1179,9 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     s        streamwm.stream_def;
     rel      regclass;
-    relid    oid;
-    tname    text;
-    cols     record;
-    coldefs  text := '';
-    keys     text[] := ARRAY['window_seq'];
-    missing  text;
     start_at bigint;
     sid      regclass;
     bound    text;
-    nullable_key boolean := false;
 BEGIN
     IF name IS NULL OR name = '' OR query IS NULL THEN
         RAISE EXCEPTION 'query name and text must not be NULL or empty'
@@ -1282,71 +1209,8 @@ BEGIN
     bound := streamwm_internal._bind_query(query);
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     s := streamwm_internal._stream_of(sid);
-    -- An accepted event below W would change the numbering of events that
-    -- count windows already emitted.
-    IF s.allowed_lateness > interval '0' THEN
-        RAISE EXCEPTION 'stream % has allowed_lateness: count windows are not supported on it', s.stream
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'An event accepted below the watermark would renumber the events of windows already emitted.';
-    END IF;
 
-    FOR cols IN SELECT * FROM streamwm_internal._query_columns(s.stream, bound) LOOP
-        IF cols.colname = 'window_seq' THEN
-            RAISE EXCEPTION 'output column name "window_seq" is reserved for the window number'
-                USING ERRCODE = 'duplicate_column';
-        END IF;
-        coldefs := coldefs || format(', %I %s', cols.colname, cols.coltype);
-        IF cols.is_key THEN
-            keys := keys || cols.colname;
-            nullable_key := nullable_key OR cols.nullable;
-        END IF;
-    END LOOP;
-
-    tname := streamwm_internal._qualified_name(coalesce(result_table,
-                 CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
-                 user_path);
-    relid := to_regclass(tname);
-    IF relid IS NOT NULL AND EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = relid) THEN
-        RAISE EXCEPTION 'result table % is a stream', relid::regclass
-            USING ERRCODE = 'wrong_object_type',
-                  HINT = 'A count query writes into a table.';
-    END IF;
-    IF relid IS NULL THEN
-        EXECUTE format('CREATE TABLE %s (window_seq bigint NOT NULL, '
-                       'window_start timestamptz NOT NULL, '
-                       'window_end timestamptz NOT NULL%s, %s (%s))',
-                       tname, coldefs,
-                       CASE WHEN nullable_key THEN 'UNIQUE NULLS NOT DISTINCT' ELSE 'PRIMARY KEY' END,
-                       (SELECT string_agg(quote_ident(k), ', ') FROM unnest(keys) k));
-        rel := tname::regclass;
-    ELSE
-        rel := relid;
-        SELECT string_agg(c, ', ') INTO missing
-          FROM unnest(ARRAY['window_seq', 'window_start', 'window_end'] ||
-                      ARRAY(SELECT colname FROM streamwm_internal._query_columns(s.stream, bound))) c
-         WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
-                            WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
-                              AND NOT a.attisdropped);
-        IF missing IS NOT NULL THEN
-            RAISE EXCEPTION 'result table % lacks columns: %', rel, missing
-                USING ERRCODE = 'undefined_column';
-        END IF;
-        IF NOT EXISTS (
-            SELECT 1 FROM pg_index i
-             WHERE i.indrelid = rel AND i.indisunique AND i.indpred IS NULL
-               AND i.indexprs IS NULL AND (i.indnullsnotdistinct OR NOT nullable_key)
-               AND (SELECT array_agg(a.attname::text ORDER BY a.attname)
-                      FROM pg_attribute a
-                     WHERE a.attrelid = rel AND a.attnum = ANY (i.indkey::int2[]))
-                   = (SELECT array_agg(k ORDER BY k) FROM unnest(keys) k)) THEN
-            RAISE EXCEPTION 'result table % has no unique index on (%)', rel,
-                array_to_string(keys, ', ')
-                USING ERRCODE = 'invalid_table_definition',
-                      HINT = CASE WHEN nullable_key
-                                  THEN 'A group key can be NULL: the index must be UNIQUE NULLS NOT DISTINCT.'
-                                  ELSE 'Results are upserted on the window number and the GROUP BY columns.' END;
-        END IF;
-    END IF;
+    rel := streamwm_internal._result_table('count', name, result_table, user_path, s.stream, bound);
 
     start_at := streamwm_internal._start_offset(s.stream, start_from);
 
@@ -1831,6 +1695,8 @@ COMMENT ON FUNCTION streamwm_internal._query_pending(regclass, timestamptz) IS
     'internal: rows a query has not yet closed a window over, for streamwm.queries, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._query_stream(text) IS
     'internal: the one stream a query reads, not for direct use';
+COMMENT ON FUNCTION streamwm_internal._result_table(text, text, text, text, regclass, text) IS
+    'internal: the result table of a new query of the given kind (window, session, count, ordered): the one named, checked, or a new one';
 COMMENT ON FUNCTION streamwm_internal._register_query(text, regclass, text, text, interval, interval, regclass,
                                              text, bigint, timestamptz, timestamptz, text) IS
     'internal: records a new query in the catalog after checking the caller''s rights, not for direct use';

@@ -10,9 +10,18 @@
  * (analyzed under the caller's search_path, stored deparsed with every name
  * qualified) and must read the same stream.  What the query has done stays:
  * closed_until, the start offset, the result table and the counters.  So
- * windows that closed before keep the old text's rows, and every window that
+ * windows that are final keep the old text's rows, and every window that
  * closes from the next step on is computed with the new text over all its
- * rows, those read before the change included:
+ * rows, those read before the change included.  A closed window is final
+ * when no row can be accepted into it any more: with allowed_lateness L,
+ * those that ended at or before closed_until - L.  The closed windows that
+ * ended after that may still be re-fired by a late row, which would compute
+ * them with the new text anyway (the old text is gone), so the change makes
+ * the next step re-fire all of them with the new text (SPEC section 10:
+ * a window that can still change is recomputed; the text that recomputes
+ * it is the query's): its folded offsets are cleared, and every row after
+ * them is unread, as the re-fire rule reads it (process.c, query.c,
+ * pane.c).  The result then does not depend on whether a late row came.
  *
  *	 - the general plan computes a window from the stream's rows when it
  *	   closes, so the new text simply takes over;
@@ -20,8 +29,9 @@
  *	   change clears the query's pane stamp and folded offsets, the pane
  *	   table is emptied (or made anew for another layout, or dropped if the
  *	   new text takes the general plan), and the next step folds every
- *	   retained row of the open windows again, with the new text.  Retention
- *	   keeps those rows (it never removes a row of a window still open).
+ *	   retained row of the open windows (and of the closed windows within L)
+ *	   again, with the new text.  Retention keeps those rows (it never
+ *	   removes a row of a window still open or still within L).
  *
  * The plan is decided again for the new text, and query_def.reads follows it
  * (the DDL guard, query_ddl.c, protects what the new text reads).  The

@@ -48,6 +48,7 @@
 #include "catalog.h"
 #include "citus.h"
 #include "query.h"
+#include "result.h"
 #include "version.h"
 #include "watermark.h"
 #include "window.h"
@@ -688,6 +689,101 @@ streamwm_unregister_stream(PG_FUNCTION_ARGS)
 }
 
 /*
+ * What every new query must be, checked where it is recorded (called by
+ * streamwm_register_query with its arguments), so that it holds whoever
+ * calls streamwm_internal._register_query, the _create_* functions or
+ * anyone else: valid hop and size (both 0: an ordered query), start_from
+ * and time_domain as the _create_* functions spell them, a text of the
+ * shape of its kind (read as steps read it); and what depends
+ * on the streams: a chain (result a stream) reads no stream with
+ * allowed_lateness (a re-fired window would reach the result stream a
+ * second time), writes into a stream without an event_time expression, is
+ * neither ordered nor in processing time; an ordered query reads no
+ * stream with allowed_lateness.  (A query in processing time must have
+ * the pane plan: checked by the caller once it is chosen.)  Session and count queries are made from a query recorded here by
+ * their own functions, which check what they need (session.c, count.c).
+ */
+static void
+check_new_query(const char *name, Oid relid, Oid result, bool chain, FunctionCallInfo fcinfo)
+{
+	Interval   *hop = PG_GETARG_INTERVAL_P(4);
+	Interval   *size = PG_GETARG_INTERVAL_P(5);
+	int64		hop_us = sw_interval_usec(hop);
+	int64		size_us = sw_interval_usec(size);
+	char	   *start_from = text_to_cstring(PG_GETARG_TEXT_PP(7));
+	char	   *domain = text_to_cstring(PG_GETARG_TEXT_PP(11));
+	bool		ordered = hop_us == 0 && size_us == 0 && hop->month == 0 && size->month == 0;
+	bool		processing = strcmp(domain, "processing") == 0;
+	Oid			types[2] = {OIDOID, OIDOID};
+	Datum		values[2] = {ObjectIdGetDatum(relid), ObjectIdGetDatum(result)};
+	SwRoleContext cx;
+	bool		isnull;
+	int64		lateness_us;
+	bool		timed;
+	int			nestlevel;
+
+	if (!ordered &&
+		(hop->month != 0 || size->month != 0 || hop_us <= 0 || size_us <= 0 || size_us % hop_us != 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("hop and size of query \"%s\" must be positive, without months or years, and size a whole multiple of hop",
+						name)));
+	if (strcmp(start_from, "latest") != 0 && strcmp(start_from, "earliest") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("start_from must be 'latest' or 'earliest', not '%s'", start_from)));
+	if (!processing && strcmp(domain, "event") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("time_domain must be 'event' or 'processing', not '%s'", domain)));
+	/* the text has the shape of its kind (as _query_columns checks it) */
+	nestlevel = sw_enter_safe_path();
+	if (ordered)
+		(void) sw_ordered_columns(relid, text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	else
+		(void) sw_query_columns(relid, text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	sw_leave_safe_path(nestlevel);
+
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT d.allowed_lateness, (SELECT r.event_time IS NOT NULL FROM streamwm.stream_def r"
+				" WHERE r.stream OPERATOR(pg_catalog.=) $2)"
+				" FROM streamwm.stream_def d WHERE d.stream OPERATOR(pg_catalog.=) $1",
+				2, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1 || SPI_gettypeid(SPI_tuptable->tupdesc, 1) != INTERVALOID)
+		sw_not_a_stream(relid);
+	lateness_us = sw_interval_usec(DatumGetIntervalP(sw_spi_getdatum(0, 1, &isnull)));
+	timed = DatumGetBool(sw_spi_getdatum(0, 2, &isnull)) && !isnull;
+	SPI_freetuptable(SPI_tuptable);
+	sw_leave_role(&cx);
+
+	if (chain && ordered)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a query with hop and size NULL cannot write into a stream")));
+	if (chain && processing)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a query in processing time cannot write into a stream")));
+	if (chain && lateness_us > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("stream %s has allowed_lateness: a query over it cannot write into a stream",
+						sw_relation_name(relid)),
+				 errdetail("A window re-fired by a late event would reach the result stream a second time.")));
+	if (chain && timed)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("result stream %s has an event_time expression", sw_relation_name(result)),
+				 errdetail("A chained query's rows have their window start as event time: it is their write time."),
+				 errhint("Create the result stream without event_time.")));
+	if (ordered && lateness_us > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("stream %s has allowed_lateness: a query with hop and size NULL emits each row once, in order, and cannot take one back",
+						sw_relation_name(relid))));
+}
+
+/*
  * streamwm_internal._register_query(name, stream, query, query_text, hop, size,
  * result_table, start_from, start_offset, closed_until): records a query
  * owned by the current user.  It must manage the stream (a query holds the
@@ -740,10 +836,19 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 		values[i] = PG_GETARG_DATUM(i);
 	values[10] = CStringGetTextDatum(sw_relation_name(result));
 	values[11] = ObjectIdGetDatum(GetUserId());
+	check_new_query(name, relid, result, chain, fcinfo);
 	/* the plan is decided once, here, and recorded */
 	values[12] = CStringGetTextDatum(sw_choose_plan(relid, TextDatumGetCString(values[2]),
 													sw_interval_usec(PG_GETARG_INTERVAL_P(4)),
 													sw_interval_usec(PG_GETARG_INTERVAL_P(5))));
+	/* processing time keeps its state in panes only */
+	if (strcmp(text_to_cstring(PG_GETARG_TEXT_PP(11)), "processing") == 0 &&
+		strcmp(TextDatumGetCString(values[12]), "pane") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a query in processing time must use aggregates that combine (the pane plan)"),
+				 errdetail("Its state is the partial aggregates of the panes of each step's clock: the rows do not record when they were read."),
+				 errhint("See streamwm.queries.plan: count, sum, min, max and avg over plain GROUP BY columns qualify.")));
 	/* what the stored text reads, read as steps will (query_ddl.c) */
 	values[13] = sw_query_reads(sw_analyze_bound_query(TextDatumGetCString(values[2])));
 	sw_enter_catalog(&cx);

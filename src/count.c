@@ -700,6 +700,52 @@ make_count_table(SwQueryDef *def)
 	sw_catalog_record_panes(def->name, def->pane_table, "count", (Datum) 0);
 }
 
+/* A count query's state table is gone: its numbering cannot be rebuilt. */
+static void
+count_state_missing(const SwQueryDef *def)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_TABLE),
+			 errmsg("the state table of count query \"%s\" is missing", def->name),
+			 errdetail("It held how many events of each group were numbered, which the stream's rows no longer show."),
+			 errhint("Drop the query and create it again; its windows are numbered anew.")));
+}
+
+/*
+ * The state table's own columns have the types the step reads them as
+ * (its owner can change them): checked before any Datum of it is read.
+ * The key columns are only ever read by SQL, which checks their types.
+ */
+static void
+check_state_columns(const SwQueryDef *def)
+{
+	static const struct
+	{
+		const char *name;
+		Oid			type;
+	}			cols[] =
+	{
+		{"sw_count", INT8OID},
+		{"sw_next", INT8OID},
+		{"sw_keep_t", TIMESTAMPTZOID},
+		{"sw_keep_p", INT4OID},
+		{"sw_keep_o", INT8OID},
+	};
+
+	for (int i = 0; i < lengthof(cols); i++)
+	{
+		AttrNumber	attno = get_attnum(def->pane_table, cols[i].name);
+
+		if (attno == InvalidAttrNumber || get_atttype(def->pane_table, attno) != cols[i].type)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
+					 errmsg("the state table %s of count query \"%s\" has no column %s of type %s",
+							sw_relation_name(def->pane_table), def->name, cols[i].name,
+							format_type_be(cols[i].type)),
+					 errhint("Drop the query and create it again; its windows are numbered anew.")));
+	}
+}
+
 /* The earliest keep time of the query's groups, DT_NOEND if none. */
 static TimestampTz
 earliest_keep(const SwQueryDef *def)
@@ -710,6 +756,9 @@ earliest_keep(const SwQueryDef *def)
 	sw_spi_exec(psprintf("SELECT pg_catalog.min(sw_keep_t) FROM %s",
 						 sw_relation_name(def->pane_table)),
 				0, NULL, NULL, NULL, SPI_OK_SELECT);
+	if (SPI_gettypeid(SPI_tuptable->tupdesc, 1) != TIMESTAMPTZOID)
+		elog(ERROR, "sw_keep_t of %s is not of type timestamp with time zone",
+			 sw_relation_name(def->pane_table));
 	d = sw_spi_getdatum(0, 1, &isnull);
 	SPI_freetuptable(SPI_tuptable);
 	return isnull ? DT_NOEND : DatumGetTimestampTz(d);
@@ -774,11 +823,8 @@ sw_count_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
 	*windows = 0;
 	*rows = 0;
 	if (!OidIsValid(def->pane_table))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("the state table of count query \"%s\" is missing", def->name),
-				 errdetail("It held how many events of each group were numbered, which the stream's rows no longer show."),
-				 errhint("Drop the query and create it again; its windows are numbered anew.")));
+		count_state_missing(def);
+	check_state_columns(def);
 	pp = count_plan_of(def, e);
 	if (e->plan == NULL || e->statement_pane_table != def->pane_table)
 	{
@@ -841,10 +887,17 @@ streamwm_set_count_windows(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	def = sw_load_managed_query(name);
+	/* create_count_query's checks, here so that they hold for any caller */
+	if (def->lateness_us > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("stream %s has allowed_lateness: count windows are not supported on it",
+						sw_relation_name(def->stream)),
+				 errdetail("An event accepted below the watermark would renumber the events of windows already emitted.")));
 	/* only what _create_count_query has just registered, never another query */
 	if (def->count || def->hop_us != 1 || def->size_us != 1 || OidIsValid(def->pane_table) ||
-		!TIMESTAMP_IS_NOBEGIN(def->count_needs) || def->result_stream ||
-		!OidIsValid(def->result_table) ||
+		!TIMESTAMP_IS_NOBEGIN(def->count_needs) || def->result_stream || def->processing ||
+		def->closed_until != def->start_closed || !OidIsValid(def->result_table) ||
 		get_attnum(def->result_table, "window_seq") == InvalidAttrNumber)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -879,6 +932,13 @@ streamwm_check_count_query(PG_FUNCTION_ARGS)
 	def = sw_load_managed_query(name);
 	if (!def->count)
 		elog(ERROR, "query \"%s\" is not a count query", name);
+	/*
+	 * A state table is made only before the query's first step (which
+	 * records count_needs): a new one later would number every group from 0
+	 * again and overwrite the windows emitted under those numbers.
+	 */
+	if (!OidIsValid(def->pane_table) && !TIMESTAMP_IS_NOBEGIN(def->count_needs))
+		count_state_missing(def);
 	sw_enter_role(def->owner, def->search_path, &cx);
 	errcb.callback = sw_window_query_error_context;
 	errcb.arg = name;
@@ -890,6 +950,7 @@ streamwm_check_count_query(PG_FUNCTION_ARGS)
 		PanePlan   *pp = NULL;
 
 		make_count_table(def);
+		check_state_columns(def);
 		sh = count_shape(def->stream, def->query);
 		if (get_attnum(def->pane_table, "sw_chunk") != InvalidAttrNumber)
 			pp = count_plan(def, sh, chunk_rows_sql(def, sh, sw_relation_name(def->pane_table)),

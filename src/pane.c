@@ -789,8 +789,13 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 }
 
 /*
- * Plan a pane-plan query's statement as its owner, for create_query: the
- * pane table is made now.  Returns the statement and its parameter types.
+ * Plan a pane-plan query's statement as its owner, for create_query and
+ * alter_query: the pane table is made now (or emptied, for a new text).
+ * Returns the statement and its parameter types.  Only a pane table made
+ * or emptied here is recorded as folded from nothing: one whose state is
+ * valid keeps how far it was folded (streamwm_internal._check_query can be
+ * called on a running query, whose next step would otherwise fold every
+ * retained row into its panes a second time).
  */
 char *
 sw_pane_check(SwQueryDef *def, const PanePlan *pp, const Oid **types)
@@ -798,7 +803,7 @@ sw_pane_check(SwQueryDef *def, const PanePlan *pp, const Oid **types)
 	bool		rebuild;
 
 	sw_ensure_pane_table(def, pp, &rebuild);
-	sw_record_panes(def, pp, (Datum) 0);
+	sw_record_panes(def, pp, rebuild ? (Datum) 0 : def->folded_offsets);
 	*types = pane_param_types;
 	return sw_pane_statement(def, pp);
 }

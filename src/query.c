@@ -38,6 +38,7 @@
 #include "parser/parser.h"
 #include "parser/parsetree.h"
 #include "parser/scanner.h"
+#include "rewrite/rewriteManip.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/varlena.h"
@@ -464,11 +465,46 @@ sw_not_late_sql(Oid relid)
 }
 
 /*
+ * Refuse in the WHERE or GROUP BY (clause) of a session or count query
+ * (kind) what could answer differently when a later step evaluates it
+ * again over the same rows: a function that is not IMMUTABLE (a volatile
+ * one, and a STABLE one too: a cast of timestamptz to date or to_char
+ * depends on TimeZone, DateStyle or lc_time, which the session running the
+ * step chooses; a STABLE SQL function may read tables) and a subquery (the
+ * tables it reads change between steps).  Pinning the settings would not
+ * make a STABLE function that reads a table or a subquery repeatable, so
+ * both are refused when the query is created.
+ */
+static void
+check_repeatable(Node *expr, const char *clause, const char *kind)
+{
+	if (expr == NULL)
+		return;
+	if (checkExprHasSubLink(expr))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the %s of a %s query must not contain a subquery", clause, kind),
+				 errdetail("Each step evaluates it again over the rows of the windows still open, and the tables a subquery reads can change between steps: rows would be lost or counted twice."),
+				 errhint("Use a subquery in the outputs, or join the query's result table.")));
+	if (contain_volatile_functions(expr))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the %s of a %s query must call only immutable functions", clause, kind),
+				 errdetail("Each step evaluates it again over the rows of the windows still open, and a volatile function can answer differently there: rows would be lost or counted twice.")));
+	if (contain_mutable_functions(expr))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the %s of a %s query must call only immutable functions", clause, kind),
+				 errdetail("Each step evaluates it again over the rows of the windows still open, and a stable function can answer differently there: it depends on settings of the session running the step (TimeZone for a cast of timestamptz to date or text, DateStyle, lc_time) or on tables. Rows would be lost or counted twice."),
+				 errhint("Name the time zone: (sw_event_time AT TIME ZONE 'UTC')::date is immutable.")));
+}
+
+/*
  * For a query whose windows are runs of the stream's own events per group
  * (kind: "session", "count"), evaluated again over the same rows at later
  * steps: the stream must be read once, alone in the query's FROM, without
- * WITH, and its WHERE and GROUP BY must not call volatile functions.
- * Returns the stream's range-table index.
+ * WITH, and its WHERE and GROUP BY must give the same answer at every step
+ * (check_repeatable).  Returns the stream's range-table index.
  */
 int
 sw_alone_stream_rtindex(Query *q, Oid relid, const char *kind)
@@ -493,22 +529,14 @@ sw_alone_stream_rtindex(Query *q, Oid relid, const char *kind)
 				 errmsg("a %s query must read stream %s once, alone in its FROM",
 						kind, sw_relation_name(relid)),
 				 errdetail("Its windows are runs of the stream's own events per group: no join, WITH, FROM subquery or second reference to the stream."),
-				 errhint("Read other tables in a subquery of the WHERE or the outputs, or join the query's result table.")));
-	if (contain_volatile_functions(q->jointree->quals))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("the WHERE of a %s query must not call volatile functions", kind),
-				 errdetail("Each step evaluates it again over the rows of the windows still open.")));
+				 errhint("Read other tables in a subquery of the outputs, or join the query's result table.")));
+	check_repeatable(q->jointree->quals, "WHERE", kind);
 	foreach(lc, q->groupClause)
 	{
 		TargetEntry *tle = get_sortgroupclause_tle(lfirst_node(SortGroupClause, lc),
 												   q->targetList);
 
-		if (contain_volatile_functions((Node *) tle->expr))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("the GROUP BY of a %s query must not call volatile functions", kind),
-					 errdetail("Each step evaluates it again over the rows of the windows still open.")));
+		check_repeatable((Node *) tle->expr, "GROUP BY", kind);
 	}
 	return ((RangeTblRef *) from)->rtindex;
 }

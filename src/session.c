@@ -652,7 +652,8 @@ sw_session_check(SwQueryDef *def)
 		bool		rebuild;
 
 		sw_ensure_pane_table(def, pp, &rebuild);
-		sw_record_panes(def, pp, (Datum) 0);
+		/* a valid state keeps how far it was folded (pane.c sw_pane_check) */
+		sw_record_panes(def, pp, rebuild ? (Datum) 0 : def->folded_offsets);
 		values[6] = BoolGetDatum(true);
 		sw_dry_run_statement(def->name, session_state_statement(def, pp), 8, state_param_types,
 							 values, "   n    ");
@@ -662,13 +663,17 @@ sw_session_check(SwQueryDef *def)
 /*
  * streamwm_internal._register_session(name text, gap interval): makes the query
  * that _create_session_query has just registered in this transaction a
- * session query (sw_catalog_make_session).
+ * session query (sw_catalog_make_session).  Whoever calls it, the checks
+ * hold: the stream has no allowed_lateness, and the query is one just
+ * recorded by _register_query for this (hop = size = gap, event time, the
+ * epoch origin, into a table, no pane table, never run).
  */
 Datum
 streamwm_register_session(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	int64		gap_us = sw_interval_usec(PG_GETARG_INTERVAL_P(1));
+	SwQueryDef *def;
 
 	sw_require_extension_version();
 
@@ -678,7 +683,23 @@ streamwm_register_session(PG_FUNCTION_ARGS)
 				 errmsg("gap must be positive")));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	(void) sw_load_managed_query(name);
+	def = sw_load_managed_query(name);
+	/* create_session_query's checks, here so that they hold for any caller */
+	if (def->lateness_us > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("stream %s has allowed_lateness: session queries over it are not supported",
+						sw_relation_name(def->stream)),
+				 errdetail("An event accepted below W could extend or merge sessions that were already closed and emitted."),
+				 errhint("Use a stream without allowed_lateness; only hopping queries re-fire windows.")));
+	/* only a hopping query just recorded with hop = size = gap, never run */
+	if (def->session || def->count || def->ordered || def->processing || def->result_stream ||
+		def->hop_us != gap_us || def->size_us != gap_us || OidIsValid(def->pane_table) ||
+		def->closed_until != def->start_closed || def->origin != SW_UNIX_EPOCH)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("query \"%s\" cannot be made a session query", name),
+				 errhint("Use streamwm.create_session_query().")));
 	sw_catalog_make_session(name, PG_GETARG_DATUM(1), gap_us);
 	SPI_finish();
 	PG_RETURN_VOID();
