@@ -264,6 +264,10 @@ SELECT c.relname AS state_table,
 SELECT count(*) > 0 AS has_chunks FROM cw_a_s_count WHERE sw_chunk >= 0;
 UPDATE streamwm.query_def SET pane_stamp = NULL WHERE name = 'cw_a_g';
 UPDATE cw_a_s_count SET sw_a1 = '\x0102'::bytea WHERE sw_chunk >= 0;
+-- checking a running query plans its own statement and changes nothing
+SELECT streamwm_internal._check_query('cw_a_g'), streamwm_internal._check_query('cw_a_t');
+SELECT left(streamwm_internal._window_sql('cw_a_g'), 13) AS keeps_chunks,
+       left(streamwm_internal._window_sql('cw_a_t'), 10) AS reads_again;
 CALL cw_load(301, 340, 7);
 SELECT streamwm.process('cw_a', now => now());
 SELECT streamwm.process('cw_b', now => now());

@@ -912,9 +912,68 @@ streamwm_set_count_windows(PG_FUNCTION_ARGS)
 }
 
 /*
- * streamwm_internal._check_count_query(name text): as the query's owner, make its
- * state table and plan and run its statement over no row, so that
- * create_count_query reports what a step would fail on.
+ * The statement a step of a count query runs, as the current user (the
+ * query's owner), for streamwm_internal._window_sql().
+ */
+char *
+sw_count_statement(const SwQueryDef *def)
+{
+	CountShape *sh;
+	const char *why;
+	PanePlan   *pp;
+
+	if (!OidIsValid(def->pane_table))
+		count_state_missing(def);
+	if (get_attnum(def->pane_table, "sw_chunk") == InvalidAttrNumber)
+		return count_statement(def);
+	sh = count_shape(def->stream, def->query);
+	pp = count_plan(def, sh, chunk_rows_sql(def, sh, sw_relation_name(def->pane_table)), &why);
+	if (pp == NULL)
+		elog(ERROR, "count query \"%s\" does not qualify for its chunks: %s", def->name, why);
+	return chunk_statement(def, sh, pp);
+}
+
+/*
+ * A count query's check, as its owner (the current user): make its state
+ * table if it has none, and plan and run its statement over no row, so
+ * that what a step would fail on fails now (create_count_query,
+ * _check_query).
+ */
+void
+sw_count_check(SwQueryDef *def)
+{
+	Datum		values[6];
+	const char *why;
+	CountShape *sh;
+	PanePlan   *pp = NULL;
+
+	/*
+	 * A state table is made only before the query's first step (which
+	 * records count_needs): a new one later would number every group from 0
+	 * again and overwrite the windows emitted under those numbers.
+	 */
+	if (!OidIsValid(def->pane_table) && !TIMESTAMP_IS_NOBEGIN(def->count_needs))
+		count_state_missing(def);
+	make_count_table(def);
+	check_state_columns(def);
+	sh = count_shape(def->stream, def->query);
+	if (get_attnum(def->pane_table, "sw_chunk") != InvalidAttrNumber)
+		pp = count_plan(def, sh, chunk_rows_sql(def, sh, sw_relation_name(def->pane_table)),
+						&why);
+	/* no row: t >= -infinity and t < -infinity */
+	values[0] = Int64GetDatum(0);
+	values[1] = PointerGetDatum(construct_empty_array(INT8OID));
+	values[2] = TimestampTzGetDatum(DT_NOBEGIN);
+	values[3] = TimestampTzGetDatum(DT_NOBEGIN);
+	values[4] = TimestampTzGetDatum(DT_NOBEGIN);
+	values[5] = BoolGetDatum(true);
+	sw_dry_run_statement(def->name, pp ? chunk_statement(def, sh, pp) : count_statement(def),
+						 6, count_param_types, values, NULL);
+}
+
+/*
+ * streamwm_internal._check_count_query(name text): as the query's owner,
+ * sw_count_check.
  */
 Datum
 streamwm_check_count_query(PG_FUNCTION_ARGS)
@@ -922,7 +981,6 @@ streamwm_check_count_query(PG_FUNCTION_ARGS)
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	SwQueryDef *def;
 	SwRoleContext cx;
-	Datum		values[6];
 	ErrorContextCallback errcb;
 
 	sw_require_extension_version();
@@ -932,39 +990,12 @@ streamwm_check_count_query(PG_FUNCTION_ARGS)
 	def = sw_load_managed_query(name);
 	if (!def->count)
 		elog(ERROR, "query \"%s\" is not a count query", name);
-	/*
-	 * A state table is made only before the query's first step (which
-	 * records count_needs): a new one later would number every group from 0
-	 * again and overwrite the windows emitted under those numbers.
-	 */
-	if (!OidIsValid(def->pane_table) && !TIMESTAMP_IS_NOBEGIN(def->count_needs))
-		count_state_missing(def);
 	sw_enter_role(def->owner, def->search_path, &cx);
 	errcb.callback = sw_window_query_error_context;
 	errcb.arg = name;
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
-	{
-		const char *why;
-		CountShape *sh;
-		PanePlan   *pp = NULL;
-
-		make_count_table(def);
-		check_state_columns(def);
-		sh = count_shape(def->stream, def->query);
-		if (get_attnum(def->pane_table, "sw_chunk") != InvalidAttrNumber)
-			pp = count_plan(def, sh, chunk_rows_sql(def, sh, sw_relation_name(def->pane_table)),
-							&why);
-		/* no row: t >= -infinity and t < -infinity */
-		values[0] = Int64GetDatum(0);
-		values[1] = PointerGetDatum(construct_empty_array(INT8OID));
-		values[2] = TimestampTzGetDatum(DT_NOBEGIN);
-		values[3] = TimestampTzGetDatum(DT_NOBEGIN);
-		values[4] = TimestampTzGetDatum(DT_NOBEGIN);
-		values[5] = BoolGetDatum(true);
-		sw_dry_run_statement(name, pp ? chunk_statement(def, sh, pp) : count_statement(def),
-							 6, count_param_types, values, NULL);
-	}
+	sw_count_check(def);
 	error_context_stack = errcb.previous;
 	sw_leave_role(&cx);
 	SPI_finish();

@@ -8,6 +8,8 @@
 
 #include "query.h"
 
+extern void sw_count_check(SwQueryDef *def);
+extern char *sw_count_statement(const SwQueryDef *def);
 extern void sw_count_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo,
 									TimestampTz hi, int64 *windows, int64 *rows);
 

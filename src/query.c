@@ -1098,6 +1098,7 @@ Datum
 streamwm_window_sql(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	MemoryContext caller = CurrentMemoryContext;
 	SwQueryDef *def;
 	SwRoleContext cx;
 	char	   *sql;
@@ -1110,6 +1111,8 @@ streamwm_window_sql(PG_FUNCTION_ARGS)
 	sw_enter_role(def->owner, def->search_path, &cx);
 	if (def->session)
 		sql = sw_session_statement(def);
+	else if (def->count)
+		sql = sw_count_statement(def);
 	else if (def->pane && OidIsValid(def->pane_table))
 		sql = sw_pane_statement(def, pane_plan_of(def));
 	else if (def->pane)
@@ -1117,6 +1120,8 @@ streamwm_window_sql(PG_FUNCTION_ARGS)
 	else
 		sql = general_statement(def);
 	sw_leave_role(&cx);
+	/* in the caller's memory: SPI_finish frees what was made since SPI_connect */
+	sql = MemoryContextStrdup(caller, sql);
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(sql));
 }
@@ -1176,6 +1181,8 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 			/* session.c: its own statement, planned and run over no rows */
 			sw_session_check(def);
 		}
+		else if (def->count)
+			sw_count_check(def);	/* count.c: the same */
 		else
 		{
 			int			nparams = def->pane ? SW_PANE_NPARAMS : def->ordered ? 5 : 3;
