@@ -38,6 +38,15 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "common/hashfn.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/guc.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
@@ -48,6 +57,7 @@
 #include "parser/parsetree.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
+#include "utils/regproc.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -55,6 +65,14 @@
 
 #include "catalog.h"
 #include "citus.h"
+#include "commit_order.h"
+#include "limit.h"
+#include "watermark.h"
+
+PG_FUNCTION_INFO_V1(streamwm_check_distributed);
+PG_FUNCTION_INFO_V1(streamwm_distribute);
+PG_FUNCTION_INFO_V1(streamwm_pick_partition);
+PG_FUNCTION_INFO_V1(streamwm_dist_fence);
 
 static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
 
@@ -201,6 +219,9 @@ sw_citus_refuse_stream(Oid stream)
 	const char *kind = sw_citus_table_kind(stream);
 
 	if (kind == NULL)
+		return;
+	/* made by create_stream(..., distributed => true): supported */
+	if (strcmp(kind, "distributed table") == 0 && sw_stream_distributed(stream, NULL, NULL))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -416,6 +437,434 @@ sw_citus_utility(PlannedStmt *pstmt)
 		if (sw_citus_table_kind(relid) != NULL &&
 			streamwm_table_role(relid, &is_stream, &qname) && is_stream)
 			sw_citus_refuse_stream(relid);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Distributed streams (DESIGN.md, "Citus: distributed streams")
+ * ---------------------------------------------------------------------
+ */
+
+/* Is Citus installed in this database, and is this node its coordinator? */
+static bool
+citus_coordinator(void)
+{
+	bool		coordinator = false;
+	int			save_nestlevel;
+
+	if (!OidIsValid(get_extension_oid("citus", true)) ||
+		!OidIsValid(citus_catalog("pg_dist_local_group")))
+		return false;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	save_nestlevel = sw_enter_safe_path();
+	if (SPI_execute("SELECT groupid FROM pg_catalog.pg_dist_local_group", true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		coordinator = !isnull && DatumGetInt32(d) == 0;
+	}
+	sw_leave_safe_path(save_nestlevel);
+	SPI_finish();
+	return coordinator;
+}
+
+/*
+ * streamwm_internal._check_distributed(partition_key text): what
+ * create_stream(..., distributed => true) needs before it makes anything.
+ */
+Datum
+streamwm_check_distributed(PG_FUNCTION_ARGS)
+{
+	if (!OidIsValid(get_extension_oid("citus", true)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a distributed stream needs Citus"),
+				 errdetail("The Citus extension is not installed in this database."),
+				 errhint("Install Citus on every node, CREATE EXTENSION citus and streamwm there, "
+						 "and create the stream on the coordinator; or create it with distributed => false.")));
+	if (!citus_coordinator())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a distributed stream must be created on the Citus coordinator"),
+				 errhint("Connect to the coordinator (the node with group id 0).")));
+	if (!PG_ARGISNULL(0) && VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a distributed stream cannot have a partition_key yet"),
+				 errdetail("Citus routes a row by its partition before the row reaches the node that "
+						   "would compute the key's hash."),
+				 errhint("Give sw_partition (or ingest()'s partition) yourself, or leave it to the "
+						 "per-session choice.")));
+	PG_RETURN_VOID();
+}
+
+/*
+ * streamwm_internal._distribute(stream, rows_table, log_table): the last
+ * step of create_stream(..., distributed => true).  Distributes the stream
+ * on sw_partition, one shard per partition (Citus hashes the partition to
+ * a shard: a partition is never split, though two may share a shard), and
+ * its commit log co-located with it, so that each partition's log entries
+ * live, and move, with its rows; records both in stream_def.  Citus
+ * refuses tables with triggers unless citus.enable_unsafe_triggers: the
+ * sw_ingest trigger must run on the shards, so it is on for these calls.
+ */
+Datum
+streamwm_distribute(PG_FUNCTION_ARGS)
+{
+	Oid			stream = PG_GETARG_OID(0);
+	Oid			rows = PG_GETARG_OID(1);
+	Oid			log = PG_GETARG_OID(2);
+	Oid			types[3] = {REGCLASSOID, INT4OID, TEXTOID};
+	Datum		values[3];
+	int			nestlevel;
+	SwRoleContext cx;
+	int			np;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	(void) sw_check_stream_manager(stream, true);
+	if (sw_relation_owner(rows) != sw_relation_owner(stream) ||
+		sw_relation_owner(log) != sw_relation_owner(stream))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("the tables of a distributed stream must have the stream's owner")));
+	if (!sw_lookup_stream(stream, false, NULL, &np))
+		sw_not_a_stream(stream);
+
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", SW_SAFE_SEARCH_PATH, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("citus.enable_unsafe_triggers", "on", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	values[0] = ObjectIdGetDatum(stream);
+	values[1] = Int32GetDatum(np);
+	sw_spi_exec("SELECT pg_catalog.create_distributed_table($1, 'sw_partition',"
+				" shard_count => $2, colocate_with => 'none')",
+				2, types, values, NULL, SPI_OK_SELECT);
+	values[0] = ObjectIdGetDatum(log);
+	values[2] = CStringGetTextDatum(sw_relation_name(stream));
+	types[1] = TEXTOID;
+	values[1] = values[2];
+	sw_spi_exec("SELECT pg_catalog.create_distributed_table($1, 'partition', colocate_with => $2)",
+				2, types, values, NULL, SPI_OK_SELECT);
+	AtEOXact_GUC(true, nestlevel);
+
+	sw_enter_catalog(&cx);
+	types[1] = REGCLASSOID;
+	types[2] = REGCLASSOID;
+	values[0] = ObjectIdGetDatum(stream);
+	values[1] = ObjectIdGetDatum(rows);
+	values[2] = ObjectIdGetDatum(log);
+	sw_spi_exec("UPDATE streamwm.stream_def SET rows_table = $2, log_table = $3 WHERE stream = $1",
+				3, types, values, NULL, SPI_OK_UPDATE);
+	sw_leave_role(&cx);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/* A session's partition of a distributed stream, for rows that give none. */
+typedef struct PickedPartition
+{
+	Oid			relid;			/* hash key */
+	int			npartitions;
+	int			partition;
+	bool		claimed;
+} PickedPartition;
+
+static HTAB *picked = NULL;
+
+/*
+ * streamwm_internal._pick_partition(stream text): sw_partition's
+ * DEFAULT on a distributed stream, evaluated on the coordinator before
+ * Citus routes the row: the per-session choice of ingest.c (a partition
+ * no other session claimed, kept while the claim holds).
+ */
+Datum
+streamwm_pick_partition(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	Oid			relid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)),
+										 NoLock, false);
+	PickedPartition *p;
+	bool		found;
+
+	if (picked == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(PickedPartition);
+		picked = hash_create("streamwm picked partitions", 16, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	p = hash_search(picked, &relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		p->npartitions = sw_stream_partitions(relid);
+		p->partition = -1;
+	}
+	if (p->partition >= 0 && p->claimed && !sw_partition_claimed(relid, p->partition))
+		p->partition = -1;
+	if (p->partition < 0)
+		p->partition = sw_pick_free_partition(relid, p->npartitions,
+											  (int) (hash_combine(murmurhash32((uint32) MyProcPid),
+																  murmurhash32(relid)) %
+													 (uint32) p->npartitions),
+											  &p->claimed);
+	PG_RETURN_INT32(p->partition);
+}
+
+/*
+ * streamwm_internal._dist_fence(stream text, partition int) RETURNS
+ * timestamptz[]: run on the node that holds a partition of a distributed
+ * stream, in a step's transaction (sw_citus_read_arrivals): {this node's
+ * clock at the fence, the start of the oldest open transaction writing the
+ * partition or NULL}.
+ */
+Datum
+streamwm_dist_fence(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int32		partition = PG_GETARG_INT32(1);
+	Oid			relid;
+	SwPartitionHold hold;
+	Datum		elems[2];
+	bool		nulls[2] = {false, false};
+	int			dims[1] = {2};
+	int			lbs[1] = {1};
+
+	relid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)),
+							 NoLock, false);
+	if (partition < 0 || partition >= 4096)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("partition %d is out of range", partition)));
+	elems[0] = TimestampTzGetDatum(sw_commit_fence_partition(relid, partition, &hold));
+	elems[1] = TimestampTzGetDatum(hold.since);
+	nulls[1] = hold.pid == 0;
+	PG_RETURN_ARRAYTYPE_P(construct_md_array(elems, nulls, 1, dims, lbs, TIMESTAMPTZOID,
+											 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/*
+ * The shard of a distributed stream's commit log (named by 'logname', the
+ * sw_ingest trigger's second argument) that is co-located with 'shard', a
+ * shard of the stream on this node.  Both tables must have one owner: the
+ * commit writes the log shard.
+ */
+Oid
+sw_citus_log_shard(Oid shard, const char *logname)
+{
+	Oid			stream = sw_citus_shard_owner(shard);
+	Oid			log;
+	char	   *relname = get_rel_name(shard);
+	char	   *underscore = strrchr(relname, '_');
+	Oid			types[2] = {INT8OID, OIDOID};
+	Datum		values[2];
+	Oid			logshard = InvalidOid;
+	int			nestlevel;
+
+	log = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(logname)),
+						   NoLock, true);
+	if (!OidIsValid(stream) || !OidIsValid(log) ||
+		sw_relation_owner(log) != sw_relation_owner(stream))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("commit log %s of distributed stream %s is missing or has another owner",
+						logname, OidIsValid(stream) ? sw_relation_name(stream) : relname)));
+	values[0] = Int64GetDatum(strtoll(underscore + 1, NULL, 10));
+	values[1] = ObjectIdGetDatum(log);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	nestlevel = sw_enter_safe_path();
+	/* co-located: the log's shard with the same hash range */
+	sw_spi_exec("SELECT l.shardid FROM pg_catalog.pg_dist_shard s, pg_catalog.pg_dist_shard l"
+				" WHERE s.shardid = $1 AND l.logicalrelid = $2::pg_catalog.regclass"
+				" AND l.shardminvalue = s.shardminvalue AND l.shardmaxvalue = s.shardmaxvalue",
+				2, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		int64		shardid = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+
+		logshard = get_relname_relid(psprintf("%s_" INT64_FORMAT, get_rel_name(log), shardid),
+									 get_rel_namespace(log));
+	}
+	sw_leave_safe_path(nestlevel);
+	SPI_finish();
+	if (!OidIsValid(logshard))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the shard of commit log %s beside %s is not on this node",
+						sw_relation_name(log), relname),
+				 errhint("The commit log must stay co-located with its stream.")));
+	return logshard;
+}
+
+/* The stream's columns, quoted, "a, b, ...", with 'alias.' before each if given. */
+static char *
+column_list(Oid relid, const char *alias)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData buf;
+	bool		first = true;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		appendStringInfo(&buf, "%s%s%s%s", first ? "" : ", ", alias ? alias : "",
+						 alias ? "." : "", quote_identifier(NameStr(att->attname)));
+		first = false;
+	}
+	table_close(rel, AccessShareLock);
+	return buf.data;
+}
+
+/*
+ * What a step of a distributed stream has to read (process.c), brought to
+ * the coordinator.  The caller acts as the catalog's owner.
+ *
+ *	1. On each node that holds a partition, the fence (_dist_fence, in a
+ *	   query routed to the partition's shard of the commit log): that
+ *	   node's clock, taken while no commit into the stream is under way
+ *	   there, and the partition's open writer (live[p]).  The step's
+ *	   clock is the earliest of these: every commit stamped before it, on
+ *	   any node, is visible to the statements below.
+ *	2. Per partition, the commit log entries after its processed offset
+ *	   that arrived before that clock, copied into streamwm.commit_log (the
+ *	   local copy the step reads in arrival order, as for a local stream).
+ *	3. Per partition, the rows of those entries, copied into the stream's
+ *	   rows table on the coordinator, which the step and the window
+ *	   statements read as they read a local stream.
+ *
+ * Each of these is a router query: Citus sends it to the one node that
+ * holds the partition, in the step's transaction.  Returns the clock.
+ */
+TimestampTz
+sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
+					   SwStreamClock *clock, SwPartitionHold *live)
+{
+	int			np = clock->npartitions;
+	char	   *name = sw_relation_name(relid);
+	char	   *logname = sw_relation_name(logrel);
+	char	   *fence_sql;
+	char	   *log_sql;
+	char	   *rows_sql;
+	TimestampTz safe = DT_NOEND;
+	int64	   *upto = palloc(np * sizeof(int64));
+	SwRoleContext rcx;
+	char	   *cols;
+
+	fence_sql = psprintf("SELECT streamwm_internal._dist_fence($2, $1), pg_catalog.count(*)"
+						 " FROM %s WHERE partition = $1", logname);
+	for (int p = 0; p < np; p++)
+	{
+		Oid			types[2] = {INT4OID, TEXTOID};
+		Datum		values[2] = {Int32GetDatum(p), CStringGetTextDatum(name)};
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+		bool		isnull;
+
+		sw_spi_exec(fence_sql, 2, types, values, NULL, SPI_OK_SELECT);
+		if (SPI_processed != 1 || SPI_tuptable->tupdesc->natts != 2 ||
+			SPI_gettypeid(SPI_tuptable->tupdesc, 1) != TIMESTAMPTZARRAYOID)
+			elog(ERROR, "streamwm: the fence of partition %d of stream %s returned no clock", p, name);
+		deconstruct_array(DatumGetArrayTypeP(sw_spi_getdatum(0, 1, &isnull)), TIMESTAMPTZOID,
+						  8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
+		if (n != 2 || nulls[0])
+			elog(ERROR, "streamwm: the fence of partition %d of stream %s returned no clock", p, name);
+		if (DatumGetTimestampTz(elems[0]) < safe)
+			safe = DatumGetTimestampTz(elems[0]);
+		live[p].pid = nulls[1] ? 0 : -1;	/* a backend on another node */
+		live[p].since = nulls[1] ? DT_NOEND : DatumGetTimestampTz(elems[1]);
+		SPI_freetuptable(SPI_tuptable);
+	}
+
+	log_sql = psprintf("INSERT INTO streamwm.commit_log (stream, partition, lo, hi, arrival, held_from)"
+					   " SELECT $3::pg_catalog.regclass, l.partition, l.lo, l.hi, l.arrival, l.held_from"
+					   " FROM %s l WHERE l.partition = $1 AND l.hi > $2 AND l.arrival < $4"
+					   " ON CONFLICT DO NOTHING", logname);
+	for (int p = 0; p < np; p++)
+	{
+		Oid			types[4] = {INT4OID, INT8OID, OIDOID, TIMESTAMPTZOID};
+		Datum		values[4] = {Int32GetDatum(p),
+			Int64GetDatum(clock->parts[p].processed_offset),
+			ObjectIdGetDatum(relid), TimestampTzGetDatum(safe)};
+
+		sw_spi_exec(log_sql, 4, types, values, NULL, SPI_OK_INSERT);
+		upto[p] = -1;
+	}
+	CommandCounterIncrement();
+	{
+		Oid			types[1] = {OIDOID};
+		Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+		sw_spi_exec("SELECT partition, pg_catalog.max(hi) FROM streamwm.commit_log"
+					" WHERE stream = $1 GROUP BY partition",
+					1, types, values, NULL, SPI_OK_SELECT);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			int32		p = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
+
+			if (p >= 0 && p < np)
+				upto[p] = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+
+	/* the rows, as the stream's owner (its policies run in the read: bounded) */
+	cols = column_list(relid, NULL);
+	rows_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM %s t"
+						" WHERE t.sw_partition = $1 AND t.sw_offset > $2 AND t.sw_offset <= $3"
+						" ON CONFLICT DO NOTHING",
+						sw_relation_name(rowsrel), cols, column_list(relid, "t"), name);
+	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
+	for (int p = 0; p < np; p++)
+	{
+		Oid			types[3] = {INT4OID, INT8OID, INT8OID};
+		Datum		values[3] = {Int32GetDatum(p),
+			Int64GetDatum(clock->parts[p].processed_offset), Int64GetDatum(upto[p])};
+
+		if (upto[p] <= clock->parts[p].processed_offset)
+			continue;
+		sw_spi_exec_bounded(psprintf("reading stream %s", name), rows_sql, 3, types, values,
+							NULL, SPI_OK_INSERT, InvalidSnapshot);
+	}
+	sw_leave_role(&rcx);
+	pfree(upto);
+	return safe;
+}
+
+/*
+ * After a step of a distributed stream (process.c): its commit log loses
+ * the entries read, all but each partition's newest (the next commit there
+ * compares with it), on the nodes whose partitions the step read.
+ * 'before' holds the processed offsets the step started from.
+ */
+void
+sw_citus_prune_log(Oid logrel, const SwStreamClock *clock, const int64 *before)
+{
+	char	   *sql = psprintf("DELETE FROM %s WHERE partition = $1 AND hi < $2",
+							   sw_relation_name(logrel));
+
+	for (int p = 0; p < clock->npartitions; p++)
+	{
+		Oid			types[2] = {INT4OID, INT8OID};
+		Datum		values[2] = {Int32GetDatum(p),
+			Int64GetDatum(clock->parts[p].processed_offset)};
+
+		if (clock->parts[p].processed_offset <= before[p])
+			continue;
+		sw_spi_exec(sql, 2, types, values, NULL, SPI_OK_DELETE);
 	}
 }
 

@@ -95,7 +95,10 @@
 /* What this transaction wrote into one partition of one stream. */
 typedef struct SwPartitionWrite
 {
-	Oid			relid;
+	Oid			relid;			/* the stream (on a Citus node: the shard's table) */
+	Oid			table;			/* the table its rows are in: the stream, or its shard */
+	Oid			log;			/* the shard of a distributed stream's commit log, or
+								 * InvalidOid: streamwm.commit_log */
 	Oid			seqoid;
 	int32		partition;
 	int64		lo;				/* lowest offset taken */
@@ -207,7 +210,7 @@ took(SwPartitionWrite *w, int64 offset)
  * stream 'relid' (whose sequence is 'seqoid').
  */
 void
-sw_commit_order_note(Oid relid, Oid seqoid, int32 partition, int64 offset)
+sw_commit_order_note(Oid relid, Oid table, Oid log, Oid seqoid, int32 partition, int64 offset)
 {
 	SwPartitionWrite *w = NULL;
 
@@ -252,6 +255,8 @@ sw_commit_order_note(Oid relid, Oid seqoid, int32 partition, int64 offset)
 			w = &writes[nwrites];
 			memset(w, 0, sizeof(SwPartitionWrite));
 			w->relid = relid;
+			w->table = table;
+			w->log = log;
 			w->seqoid = seqoid;
 			w->partition = partition;
 			w->lo = w->hi = -1;
@@ -336,8 +341,8 @@ renumber(int from, int to)
 	Oid			relid = writes[from].relid;
 	Oid			seqoid = writes[from].seqoid;
 	char	   *relname = sw_relation_name(relid);
-	char	   *select_sql;
 	SwRoleContext rcx;
+	int64		hwm = 0;
 	OwnRow	   *rows = NULL;
 	int64		n = 0;
 	int64		cap = 0;
@@ -353,15 +358,19 @@ renumber(int from, int to)
 	sw_enter_role(sw_relation_owner(relid), SW_SAFE_SEARCH_PATH, &rcx);
 	(void) set_config_option("session_replication_role", "replica",
 							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	select_sql = psprintf("SELECT t.ctid, t.xmin, t.sw_offset FROM ONLY %s t"
-						  " WHERE t.sw_partition = $1 AND t.sw_offset >= $2"
-						  " AND t.sw_offset <= $3", relname);
 	for (int w = from; w < to; w++)
 	{
 		Oid			types[3] = {INT4OID, INT8OID, INT8OID};
 		Datum		values[3] = {Int32GetDatum(writes[w].partition),
 		Int64GetDatum(writes[w].lo), Int64GetDatum(writes[w].hi)};
+		/* the rows are in the stream, or on a Citus node in its shard */
+		char	   *select_sql = psprintf("SELECT t.ctid, t.xmin, t.sw_offset FROM ONLY %s t"
+										  " WHERE t.sw_partition = $1 AND t.sw_offset >= $2"
+										  " AND t.sw_offset <= $3",
+										  sw_relation_name(writes[w].table));
 
+		if (writes[w].hwm > hwm)
+			hwm = writes[w].hwm;
 		sw_spi_exec_bounded(psprintf("renumbering rows of stream %s", relname),
 							select_sql, 3, types, values, NULL, SPI_OK_SELECT, InvalidSnapshot);
 		for (uint64 i = 0; i < SPI_processed; i++)
@@ -393,6 +402,22 @@ renumber(int from, int to)
 	qsort(rows, n, sizeof(OwnRow), own_row_cmp);
 	tids = palloc_extended(Max(n, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
 	offsets = palloc_extended(Max(n, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
+
+	/*
+	 * The new offsets must be above everything committed in the partitions.
+	 * The sequence is: one sequence serves a stream, and offsets are taken
+	 * before they are committed.  But a Citus node's sequence has a range
+	 * of its own, and a partition whose shard moved from a node with a
+	 * higher range has committed offsets above it: move the sequence past
+	 * them first.
+	 */
+	if (OidIsValid(writes[from].log))
+	{
+		int64		o = nextval_internal(seqoid, false);
+
+		if (o <= hwm)
+			(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seqoid), Int64GetDatum(hwm));
+	}
 	for (int64 i = 0; i < n; i++)
 	{
 		int64		o = nextval_internal(seqoid, false);
@@ -405,15 +430,36 @@ renumber(int from, int to)
 		if (writes[w].lo < 0)
 			took(&writes[w], nextval_internal(seqoid, false));
 
-	if (n > 0)
+	/* one UPDATE per table the rows are in (one, but for a Citus node's shards) */
+	for (int w = from; w < to && n > 0; w++)
 	{
+		Oid			table = writes[w].table;
 		Oid			types[2] = {TIDARRAYOID, INT8ARRAYOID};
 		Datum		values[2];
+		Datum	   *ttids = palloc_extended(n * sizeof(Datum), MCXT_ALLOC_HUGE);
+		Datum	   *toffsets = palloc_extended(n * sizeof(Datum), MCXT_ALLOC_HUGE);
+		int64		k = 0;
+		bool		done = false;
+		char	   *tablename = sw_relation_name(table);
 
-		values[0] = PointerGetDatum(construct_array(tids, n, TIDOID,
+		for (int v = from; v < w; v++)
+			if (writes[v].table == table)
+				done = true;
+		if (done)
+			continue;
+		for (int64 i = 0; i < n; i++)
+			if (writes[rows[i].write].table == table)
+			{
+				ttids[k] = tids[i];
+				toffsets[k] = offsets[i];
+				k++;
+			}
+		if (k == 0)
+			continue;
+		values[0] = PointerGetDatum(construct_array(ttids, k, TIDOID,
 													sizeof(ItemPointerData), false,
 													TYPALIGN_SHORT));
-		values[1] = PointerGetDatum(construct_array(offsets, n, INT8OID, 8,
+		values[1] = PointerGetDatum(construct_array(toffsets, k, INT8OID, 8,
 													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		sw_renumbering = relid;
 		PG_TRY();
@@ -421,7 +467,7 @@ renumber(int from, int to)
 			sw_spi_exec_bounded(psprintf("renumbering rows of stream %s", relname),
 								psprintf("UPDATE ONLY %s t SET sw_offset = u.o"
 										 " FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(t, o)"
-										 " WHERE t.ctid OPERATOR(pg_catalog.=) u.t", relname),
+										 " WHERE t.ctid OPERATOR(pg_catalog.=) u.t", tablename),
 								2, types, values, NULL, SPI_OK_UPDATE, InvalidSnapshot);
 		}
 		PG_FINALLY();
@@ -429,9 +475,9 @@ renumber(int from, int to)
 			sw_renumbering = InvalidOid;
 		}
 		PG_END_TRY();
-		if (SPI_processed != (uint64) n)
+		if (SPI_processed != (uint64) k)
 			elog(ERROR, "streamwm: renumbering " INT64_FORMAT " rows of stream %s updated " UINT64_FORMAT,
-				 n, relname, SPI_processed);
+				 k, relname, SPI_processed);
 	}
 	sw_leave_role(&rcx);
 }
@@ -461,13 +507,32 @@ probe_newest(void)
 			continue;
 		pvalues[0] = ObjectIdGetDatum(writes[i].relid);
 		pvalues[1] = Int32GetDatum(writes[i].partition);
-		if (newest_plan == NULL)
-			newest_plan = keep_plan("SELECT hi, arrival FROM streamwm.commit_log"
-									" WHERE stream = $1 AND partition = $2"
-									" ORDER BY hi DESC LIMIT 1", 2, ptypes);
-		if (SPI_execute_snapshot(newest_plan, pvalues, NULL, GetLatestSnapshot(),
-								 InvalidSnapshot, true, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "streamwm: reading the commit log failed");
+		if (OidIsValid(writes[i].log))
+		{
+			/* a distributed stream's: the shard of its commit log on this node */
+			SPIPlanPtr	plan = SPI_prepare(psprintf("SELECT hi, arrival FROM ONLY %s"
+													" WHERE partition = $1 ORDER BY hi DESC LIMIT 1",
+													sw_relation_name(writes[i].log)),
+										   1, &ptypes[1]);
+
+			if (plan == NULL)
+				elog(ERROR, "streamwm: reading the commit log failed: %s",
+					 SPI_result_code_string(SPI_result));
+			if (SPI_execute_snapshot(plan, &pvalues[1], NULL, GetLatestSnapshot(),
+									 InvalidSnapshot, true, false, 1) != SPI_OK_SELECT)
+				elog(ERROR, "streamwm: reading the commit log failed");
+			SPI_freeplan(plan);
+		}
+		else
+		{
+			if (newest_plan == NULL)
+				newest_plan = keep_plan("SELECT hi, arrival FROM streamwm.commit_log"
+										" WHERE stream = $1 AND partition = $2"
+										" ORDER BY hi DESC LIMIT 1", 2, ptypes);
+			if (SPI_execute_snapshot(newest_plan, pvalues, NULL, GetLatestSnapshot(),
+									 InvalidSnapshot, true, false, 1) != SPI_OK_SELECT)
+				elog(ERROR, "streamwm: reading the commit log failed");
+		}
 		writes[i].hwm = 0;
 		if (SPI_processed == 1)
 		{
@@ -590,6 +655,8 @@ order_commit(void)
 		/* arrivals never go back in a partition, whatever the clock does */
 		if (w->prev_arrival > arrival)
 			arrival = w->prev_arrival;
+		if (OidIsValid(w->log))
+			continue;
 		relids[n] = ObjectIdGetDatum(w->relid);
 		parts[n] = Int32GetDatum(w->partition);
 		los[n] = Int64GetDatum(w->hwm);
@@ -617,6 +684,27 @@ order_commit(void)
 		if (SPI_execute_plan(insert_plan, ivalues, NULL, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "streamwm: writing the commit log failed");
 	}
+	/* a distributed stream's entries go to its commit log's shard on this node */
+	for (int i = 0; i < nwrites; i++)
+	{
+		SwPartitionWrite *w = &writes[i];
+		Oid			types[5] = {INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+		Datum		values[5];
+		TimestampTz start = GetCurrentTransactionStartTimestamp();
+
+		if (w->hwm < 0 || !OidIsValid(w->log))
+			continue;
+		values[0] = Int32GetDatum(w->partition);
+		values[1] = Int64GetDatum(w->hwm);
+		values[2] = Int64GetDatum(w->hi);
+		values[3] = TimestampTzGetDatum(arrival);
+		values[4] = TimestampTzGetDatum(start < arrival ? start : arrival);
+		if (SPI_execute_with_args(psprintf("INSERT INTO %s (partition, lo, hi, arrival, held_from)"
+										   " VALUES ($1, $2, $3, $4, $5)",
+										   sw_relation_name(w->log)),
+								  5, types, values, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "streamwm: writing the commit log failed");
+	}
 	sw_leave_role(&cx);
 	PopActiveSnapshot();
 	SPI_finish();
@@ -634,10 +722,22 @@ commit_order_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			if (nwrites > 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot PREPARE a transaction that has written into a stream"),
-						 errdetail("A stream orders its rows when the transaction that wrote them commits.")));
+			{
+				/*
+				 * Citus commits a transaction that wrote on several nodes with
+				 * two-phase commit: the shards of a distributed stream order
+				 * its rows at PREPARE, and keep the commit locks (and the
+				 * partitions held) until COMMIT PREPARED (DESIGN.md, "Citus").
+				 * A local stream's rows are not prepared.
+				 */
+				for (int i = 0; i < nwrites; i++)
+					if (!OidIsValid(writes[i].log))
+						ereport(ERROR,
+								(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+								 errmsg("cannot PREPARE a transaction that has written into a stream"),
+								 errdetail("A stream orders its rows when the transaction that wrote them commits.")));
+				order_commit();
+			}
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_ABORT:
@@ -815,4 +915,29 @@ sw_commit_fence(Oid relid, int npartitions, SwPartitionHold *holds, TimestampTz 
 	snap = RegisterSnapshot(GetLatestSnapshot());
 	(void) LockRelease(&tag, ShareLock, false);
 	return snap;
+}
+
+/*
+ * The fence of a step of a distributed stream, on the node that holds
+ * 'partition' (citus.c, streamwm_internal._dist_fence()): as
+ * sw_commit_fence(), the clock read while no commit into the stream is
+ * under way on this node, so every commit that stamped its arrival before
+ * it is visible to the step's next statement here, and the partition's
+ * open writer (*hold), read after the clock.
+ */
+TimestampTz
+sw_commit_fence_partition(Oid relid, int partition, SwPartitionHold *hold)
+{
+	LOCKTAG		tag;
+	TimestampTz clock;
+	SwPartitionHold *holds = palloc((partition + 1) * sizeof(SwPartitionHold));
+
+	set_tag(&tag, relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS);
+	(void) LockAcquire(&tag, ShareLock, false, false);
+	clock = GetCurrentTimestamp();
+	sw_partition_holders(relid, partition + 1, holds);
+	(void) LockRelease(&tag, ShareLock, false);
+	*hold = holds[partition];
+	pfree(holds);
+	return clock;
 }

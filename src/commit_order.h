@@ -20,10 +20,12 @@ extern Oid	sw_renumbering;
 
 extern void sw_commit_order_init(void);
 extern bool sw_commit_order_wrote(Oid relid);
-extern void sw_commit_order_note(Oid relid, Oid seqoid, int32 partition, int64 offset);
+extern void sw_commit_order_note(Oid relid, Oid table, Oid log, Oid seqoid, int32 partition,
+								 int64 offset);
 extern int	sw_pick_free_partition(Oid relid, int npartitions, int start, bool *claimed);
 extern bool sw_partition_claimed(Oid relid, int partition);
 extern void sw_partition_holders(Oid relid, int npartitions, SwPartitionHold *holds);
+extern TimestampTz sw_commit_fence_partition(Oid relid, int partition, SwPartitionHold *hold);
 extern Snapshot sw_commit_fence(Oid relid, int npartitions, SwPartitionHold *holds,
 								TimestampTz *clock);
 

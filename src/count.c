@@ -146,7 +146,7 @@ events_sql(Oid relid, const CountShape *shape)
 										" AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
 										" AND sw_s.sw_event_time >= $3 AND sw_s.sw_event_time < $5"
 										" AND %s OFFSET 0",
-										sw_stream_columns_sql(relid, "sw_s"), sw_relation_name(relid),
+										sw_stream_columns_sql(relid, "sw_s"), sw_stream_rows_name(relid),
 										sw_not_late_sql(relid)),
 							   count_param_types, lengthof(count_param_types));
 	foreach(lc, shape->keys)
@@ -249,7 +249,7 @@ window_rows_sql(Oid relid, const CountShape *sh, const char *numbered,
 					size, size, slide, slide,
 					slide, size, size, slide,
 					key_list(sh, "sw_h."),
-					sw_relation_name(relid));
+					sw_stream_rows_name(relid));
 }
 
 /* Add a grouped output column (a Var of the window rows) to q. */

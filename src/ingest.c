@@ -103,6 +103,8 @@ typedef struct IngestCacheEntry
 	bool		sticky_claimed; /* ... claimed by this session (commit_order.c) */
 	LocalTransactionId sticky_checked;	/* the transaction that last checked the claim */
 	Oid			seqoid;
+	Oid			stream;			/* the stream; for a shard, its distributed table */
+	Oid			log;			/* a shard's: its commit log's shard (else InvalidOid) */
 	AttrNumber	att_partition;
 	AttrNumber	att_offset;
 	AttrNumber	att_write_time;
@@ -368,8 +370,8 @@ ingest_state(Relation rel, Trigger *trigger)
 	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "streamwm ingest",
 									   ALLOCSET_SMALL_SIZES);
 
-	if (trigger->tgnargs != 1)
-		elog(ERROR, "streamwm_internal._stream_insert() needs 1 trigger argument");
+	if (trigger->tgnargs != 1 && trigger->tgnargs != 2)
+		elog(ERROR, "streamwm_internal._stream_insert() needs 1 or 2 trigger arguments");
 	entry->npartitions = pg_strtoint32(trigger->tgargs[0]);
 	if (entry->npartitions < 1)
 		elog(ERROR, "invalid partition count in trigger on %s",
@@ -383,7 +385,21 @@ ingest_state(Relation rel, Trigger *trigger)
 		elog(ERROR, "SPI_connect failed");
 	is_stream = sw_lookup_stream(relid, false, NULL, NULL);
 	SPI_finish();
-	if (!is_stream && OidIsValid(sw_citus_shard_owner(relid)))
+	entry->stream = relid;
+	entry->log = InvalidOid;
+	/*
+	 * A shard of a distributed stream (citus.c): the second argument names
+	 * the stream's commit log, whose co-located shard on this node the
+	 * commit writes; offsets come from this node's range of the stream's
+	 * sequence, ordered at commit.
+	 */
+	if (!is_stream && trigger->tgnargs == 2 &&
+		OidIsValid(entry->stream = sw_citus_shard_owner(relid)))
+	{
+		entry->log = sw_citus_log_shard(relid, trigger->tgargs[1]);
+		is_stream = true;
+	}
+	else if (!is_stream && OidIsValid(sw_citus_shard_owner(relid)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("\"%s\" is a shard of Citus table %s: streamwm cannot ingest into a distributed stream",
@@ -397,7 +413,7 @@ ingest_state(Relation rel, Trigger *trigger)
 				 errmsg("\"%s\" is not a stream", RelationGetRelationName(rel)),
 				 errdetail("streamwm_internal._stream_insert() runs only on the stream tables streamwm.create_stream() makes.")));
 
-	seqs = getOwnedSequences(relid);
+	seqs = getOwnedSequences(entry->stream);
 	if (list_length(seqs) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -597,7 +613,7 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 	replace[st->att_partition - 1] = true;
 
 	offset = nextval_internal(st->seqoid, false);
-	sw_commit_order_note(RelationGetRelid(rel), st->seqoid, partition, offset);
+	sw_commit_order_note(st->stream, RelationGetRelid(rel), st->log, st->seqoid, partition, offset);
 	values[st->att_offset - 1] = Int64GetDatum(offset);
 	replace[st->att_offset - 1] = true;
 

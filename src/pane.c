@@ -256,7 +256,7 @@ fold_rows_query(Oid relid, int64 hop_us, TimestampTz origin, int64 processing_si
 											sw_window_start_sql(psprintf("($5 + %s)",
 																		 sw_interval_literal(processing_size_us)),
 																hop_us, origin),
-											sw_relation_name(relid)),
+											sw_stream_rows_name(relid)),
 								   types, lengthof(types));
 	sql = psprintf("SELECT %s, %s AS sw_pane"
 				   " FROM pg_catalog.unnest($2::pg_catalog.int8[]) WITH ORDINALITY AS sw_o(done, n)"
@@ -267,7 +267,7 @@ fold_rows_query(Oid relid, int64 hop_us, TimestampTz origin, int64 processing_si
 				   " WHERE sw_s.sw_event_time > $6 AND (NOT $7 OR %s) OFFSET 0",
 				   sw_stream_columns_sql(relid, "sw_s"),
 				   sw_window_start_sql("sw_s.sw_event_time", hop_us, origin),
-				   sw_relation_name(relid), sw_not_late_sql(relid));
+				   sw_stream_rows_name(relid), sw_not_late_sql(relid));
 	return sw_analyze_internal(sql, types, lengthof(types));
 }
 

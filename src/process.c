@@ -929,13 +929,13 @@ close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
  * lock is then held to the end of the step, which autovacuum skips.
  */
 static void
-summarize_new_ranges(Oid relid, Oid owner, const char *relname)
+summarize_new_ranges(Oid stream, Oid relid, Oid owner, const char *relname)
 {
 	SwRoleContext rcx;
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 
-	if (!sw_catalog_stream_has_general_query(relid) || !ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
+	if (!sw_catalog_stream_has_general_query(stream) || !ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
 		return;
 	/* as the stream's owner: the function requires it */
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
@@ -1161,6 +1161,11 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	SwRoleContext ccx;
 	StepReader	reader;
 	TimestampTz fence_clock;
+	Oid			rowsrel;
+	Oid			logrel;
+	bool		distributed;
+	char	   *rowsname;
+	int64	   *before = NULL;
 
 	memset(&clock, 0, sizeof(clock));
 	memset(&late, 0, sizeof(late));
@@ -1203,6 +1208,11 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	}
 	relname = sw_relation_name(relid);
 	owner = sw_relation_owner(relid);
+	/* a distributed stream's rows are read into the coordinator's copy (citus.c) */
+	distributed = sw_stream_distributed(relid, &rowsrel, &logrel);
+	if (!distributed)
+		rowsrel = relid;
+	rowsname = distributed ? sw_relation_name(rowsrel) : relname;
 
 	/* what has arrived, and who is still writing (commit_order.c) */
 	memset(&reader, 0, sizeof(reader));
@@ -1222,7 +1232,18 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 		reader.cut[i] = true;
 		reader.beyond_hi[i] = -1;
 	}
-	reader.snapshot = sw_commit_fence(relid, clock.npartitions, reader.live, &fence_clock);
+	if (distributed)
+	{
+		before = palloc(clock.npartitions * sizeof(int64));
+		for (int p = 0; p < clock.npartitions; p++)
+			before[p] = clock.parts[p].processed_offset;
+		/* each node's fence, then what arrived before the earliest of them */
+		fence_clock = sw_citus_read_arrivals(relid, rowsrel, logrel, owner, &clock, reader.live);
+		CommandCounterIncrement();
+		reader.snapshot = RegisterSnapshot(GetLatestSnapshot());
+	}
+	else
+		reader.snapshot = sw_commit_fence(relid, clock.npartitions, reader.live, &fence_clock);
 	clock.held_from = held_from;
 	clock.held_arg = &reader;
 	if (TIMESTAMP_IS_NOBEGIN(now))
@@ -1235,7 +1256,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 
 		if (max_rows > 0 && max_rows - events < limit)
 			limit = Max(max_rows - events, 1);
-		n = read_batch(&reader, owner, relname, limit, &late, &caught_up);
+		n = read_batch(&reader, owner, rowsname, limit, &late, &caught_up);
 		events += n;
 		if (caught_up)
 			break;
@@ -1263,9 +1284,11 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 
 	save_stream(relid, &clock, events, &late, now);
 	sw_catalog_prune_commit_log(relid, processed_offsets(&clock));
-	summarize_new_ranges(relid, owner, relname);
+	if (distributed)
+		sw_citus_prune_log(logrel, &clock, before);
+	summarize_new_ranges(relid, rowsrel, owner, rowsname);
 	needed = close_all_windows(relid, &clock, now, from_worker);
-	apply_retention(relid, owner, relname, &clock, retention_us, needed, now);
+	apply_retention(relid, owner, rowsname, &clock, retention_us, needed, now);
 	sw_leave_role(&ccx);
 	return events;
 }
