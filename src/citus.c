@@ -86,8 +86,8 @@ static const char *const distributing_functions[] = {
 };
 
 #define SW_CITUS_HINT \
-	"Keep streams and result tables local on the coordinator: streamwm works there as without Citus, " \
-	"and a query may join them with reference tables. Distributed streams are not supported yet."
+	"A stream is distributed by streamwm.create_stream(..., distributed => true); result tables " \
+	"stay local on the coordinator, and a query may join reference tables."
 
 /* A Citus metadata table in pg_catalog, or InvalidOid (Citus not installed). */
 static Oid
@@ -229,7 +229,9 @@ sw_citus_refuse_stream(Oid stream)
 			 errdetail("streamwm assigns a row's partition and offset in a trigger and reads each "
 					   "partition in offset order on this node; Citus routes a row to a shard "
 					   "before any trigger runs, and a step's statements cannot run on shards."),
-			 errhint("Drop it with streamwm.drop_stream() and create it again as a local stream (undistribute_table() would make a new table, no longer a stream). " SW_CITUS_HINT)));
+			 errhint("Drop it with streamwm.drop_stream() and create it again, as a local stream or with "
+					 "streamwm.create_stream(..., distributed => true) (undistribute_table() would make a new "
+					 "table, no longer a stream).")));
 }
 
 /*

@@ -51,6 +51,7 @@
 #include "utils/syscache.h"
 
 #include "catalog.h"
+#include "citus.h"
 #include "commit_order.h"
 #include "guard.h"
 #include "purge.h"
@@ -496,6 +497,7 @@ Datum
 streamwm_stream_no_update(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Oid			relid;
 
 	sw_require_extension_version();
 
@@ -505,9 +507,12 @@ streamwm_stream_no_update(PG_FUNCTION_ARGS)
 	if (OidIsValid(sw_renumbering) &&
 		RelationGetRelid(trigdata->tg_relation) == sw_renumbering)
 		return PointerGetDatum(NULL);
+	/* on a Citus node, a distributed stream's shard: name the stream */
+	relid = sw_citus_shard_owner(RelationGetRelid(trigdata->tg_relation));
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("cannot update stream \"%s\"",
+					OidIsValid(relid) ? get_rel_name(relid) :
 					RelationGetRelationName(trigdata->tg_relation)),
 			 errdetail("A stream is an append-only log: rows can be inserted and deleted, not updated.")));
 	return PointerGetDatum(NULL);

@@ -105,6 +105,7 @@ typedef struct IngestCacheEntry
 	Oid			seqoid;
 	Oid			stream;			/* the stream; for a shard, its distributed table */
 	Oid			log;			/* a shard's: its commit log's shard (else InvalidOid) */
+	char	   *name;			/* the stream's name, for errors (a shard's: its table's) */
 	AttrNumber	att_partition;
 	AttrNumber	att_offset;
 	AttrNumber	att_write_time;
@@ -406,13 +407,14 @@ ingest_state(Relation rel, Trigger *trigger)
 						RelationGetRelationName(rel), sw_relation_name(sw_citus_shard_owner(relid))),
 				 errdetail("A stream's partition and offset are assigned on the node that holds the stream; "
 						   "Citus routed this row to a shard first."),
-				 errhint("Drop the stream with streamwm.drop_stream() on the coordinator and create it again as a local stream; distributed streams are not supported yet.")));
+				 errhint("Drop the stream with streamwm.drop_stream() on the coordinator and create it again with streamwm.create_stream(..., distributed => true).")));
 	if (!is_stream)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a stream", RelationGetRelationName(rel)),
 				 errdetail("streamwm_internal._stream_insert() runs only on the stream tables streamwm.create_stream() makes.")));
 
+	entry->name = MemoryContextStrdup(entry->cxt, get_rel_name(entry->stream));
 	seqs = getOwnedSequences(entry->stream);
 	if (list_length(seqs) != 1)
 		ereport(ERROR,
@@ -535,7 +537,7 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_GENERATED_ALWAYS),
 				 errmsg("cannot insert a value into column \"sw_offset\" of stream %s",
-						RelationGetRelationName(rel)),
+						st->name),
 				 errdetail("Offsets are assigned by streamwm.")));
 
 	/* ... nor sw_event_time (set sw_write_time or define event_time) */
@@ -544,7 +546,7 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_GENERATED_ALWAYS),
 				 errmsg("cannot insert a value into column \"sw_event_time\" of stream %s",
-						RelationGetRelationName(rel)),
+						st->name),
 				 errdetail("The event time is the stream's event_time expression evaluated on the row, or else sw_write_time."),
 				 errhint("Set sw_write_time, or define event_time when creating the stream.")));
 
@@ -566,7 +568,7 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("partition %d is out of range for stream %s",
-							partition, RelationGetRelationName(rel)),
+							partition, st->name),
 					 errdetail_plural("The stream has %d partition, numbered 0 to %d.",
 									  "The stream has %d partitions, numbered 0 to %d.",
 									  st->npartitions,
@@ -638,13 +640,13 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_NOT_NULL_VIOLATION),
 					 errmsg("event time of a row of stream %s is NULL",
-							RelationGetRelationName(rel)),
+							st->name),
 					 errdetail("The event_time expression returned NULL.")));
 		if (TIMESTAMP_NOT_FINITE(DatumGetTimestampTz(d)))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 					 errmsg("event time of a row of stream %s is not finite",
-							RelationGetRelationName(rel))));
+							st->name)));
 		values[st->att_event_time - 1] = d;
 		heap_freetuple(filled);
 	}
