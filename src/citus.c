@@ -639,6 +639,18 @@ streamwm_dist_fence(PG_FUNCTION_ARGS)
 
 	relid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)),
 							 NoLock, false);
+	/*
+	 * Citus sends the step's statements over the connection that wrote into
+	 * the stream in this transaction, if one did: its rows have not
+	 * arrived, and the step would see them (process.c refuses the same on
+	 * one node).
+	 */
+	if (sw_commit_order_wrote(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot process stream %s in the transaction that wrote into it", name),
+				 errdetail("Rows arrive when the transaction that wrote them commits."),
+				 errhint("Commit first, then call streamwm.process().")));
 	if (partition < 0 || partition >= 4096)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -867,6 +879,48 @@ sw_citus_prune_log(Oid logrel, const SwStreamClock *clock, const int64 *before)
 		if (clock->parts[p].processed_offset <= before[p])
 			continue;
 		sw_spi_exec(sql, 2, types, values, NULL, SPI_OK_DELETE);
+	}
+}
+
+/*
+ * Retention of a distributed stream (process.c): the rows it removed from
+ * the coordinator's copy (tuples of (sw_partition, sw_offset)) are deleted
+ * from the shards, partition by partition (each a router DELETE), as the
+ * current role (the stream's owner).
+ */
+void
+sw_citus_forget_rows(Oid relid, SPITupleTable *tuptable, uint64 n)
+{
+	int			np = sw_stream_partitions(relid);
+	int		   *count = palloc0(np * sizeof(int));
+	int64	  **offsets = palloc0(np * sizeof(int64 *));
+	char	   *name = sw_relation_name(relid);
+	char	   *sql = psprintf("DELETE FROM %s t WHERE t.sw_partition = $1"
+							   " AND t.sw_offset = ANY ($2)", name);
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+		int32		p = DatumGetInt32(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 1, &isnull));
+
+		if (p < 0 || p >= np)
+			elog(ERROR, "streamwm: a row of stream %s in partition %d", name, p);
+		if (offsets[p] == NULL)
+			offsets[p] = palloc_extended(n * sizeof(int64), MCXT_ALLOC_HUGE);
+		offsets[p][count[p]++] =
+			DatumGetInt64(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 2, &isnull));
+	}
+	for (int p = 0; p < np; p++)
+	{
+		Oid			types[2] = {INT4OID, INT8ARRAYOID};
+		Datum		values[2];
+
+		if (count[p] == 0)
+			continue;
+		values[0] = Int32GetDatum(p);
+		values[1] = sw_int8_array(offsets[p], count[p]);
+		sw_spi_exec_bounded(psprintf("retention of stream %s", name), sql, 2, types, values,
+							NULL, SPI_OK_DELETE, InvalidSnapshot);
 	}
 }
 

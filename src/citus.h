@@ -23,6 +23,7 @@ extern void sw_citus_utility(PlannedStmt *pstmt);
 extern Oid	sw_citus_log_shard(Oid shard, const char *logname);
 extern TimestampTz sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
 										  struct SwStreamClock *clock, SwPartitionHold *live);
+extern void sw_citus_forget_rows(Oid relid, struct SPITupleTable *tuptable, uint64 n);
 extern void sw_citus_prune_log(Oid logrel, const struct SwStreamClock *clock,
 							   const int64 *before);
 

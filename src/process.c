@@ -967,6 +967,27 @@ summarize_new_ranges(Oid stream, Oid relid, Oid owner, const char *relname)
  * arrived before now - retention, whatever their event time.  Returns the
  * number of stream rows removed.
  */
+/*
+ * A distributed stream's retention (citus.c): what it removed from the
+ * coordinator's copy of the rows (the DELETE's RETURNING partition and
+ * offset) goes from the shards too.  As the stream's owner.
+ */
+static void
+expire_distributed(Oid relid)
+{
+	if (!sw_stream_distributed(relid, NULL, NULL) || SPI_processed == 0)
+		return;
+	sw_citus_forget_rows(relid, SPI_tuptable, SPI_processed);
+}
+
+/* " RETURNING ..." for retention's DELETE on a distributed stream's copy */
+static const char *
+returning_if_distributed(Oid relid)
+{
+	return sw_stream_distributed(relid, NULL, NULL) ?
+		" RETURNING t.sw_partition, t.sw_offset" : "";
+}
+
 static uint64
 expire_late_rows(Oid relid, Oid owner, const char *relname, int64 retention_us,
 				 TimestampTz now)
@@ -995,11 +1016,12 @@ expire_late_rows(Oid relid, Oid owner, const char *relname, int64 retention_us,
 								 " WHERE l.stream OPERATOR(pg_catalog.=) $1"
 								 " AND l.arrival OPERATOR(pg_catalog.<) $2"
 								 " AND t.sw_partition OPERATOR(pg_catalog.=) l.partition"
-								 " AND t.sw_offset OPERATOR(pg_catalog.=) l.sw_offset",
-								 relname),
+								 " AND t.sw_offset OPERATOR(pg_catalog.=) l.sw_offset%s",
+								 relname, returning_if_distributed(relid)),
 						2, types, values);
-	sw_leave_role(&rcx);
 	removed = SPI_processed;
+	expire_distributed(relid);
+	sw_leave_role(&rcx);
 	sw_catalog_expire_late_log(relid, cutoff);
 	return removed;
 }
@@ -1067,11 +1089,12 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
 								 " WHERE NOT EXISTS (SELECT 1 FROM streamwm.late_event_log l"
 								 " WHERE l.stream OPERATOR(pg_catalog.=) $1"
 								 " AND l.partition OPERATOR(pg_catalog.=) r.sw_partition"
-								 " AND l.sw_offset OPERATOR(pg_catalog.=) r.sw_offset)))",
-								 relname, relname),
+								 " AND l.sw_offset OPERATOR(pg_catalog.=) r.sw_offset)))%s",
+								 relname, relname, returning_if_distributed(relid)),
 						3, types, values);
-	sw_leave_role(&rcx);
 	removed = SPI_processed;
+	expire_distributed(relid);
+	sw_leave_role(&rcx);
 	sw_catalog_consume_marks(relid, horizon, values[2], mark);
 	if (removed > 0)
 		sw_catalog_set_retained_from(relid, horizon);

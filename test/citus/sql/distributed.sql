@@ -115,7 +115,37 @@ SELECT 8, 'q' || p, p, '1970-01-01 00:00:25Z' FROM generate_series(0, 3) p;
 SELECT streamwm.process('ev');
 SELECT window_start, k, n FROM evq ORDER BY 1, 2;
 
+-- a step in the transaction that wrote into the stream is refused (on the
+-- node that holds the rows: Citus sends the step's reads there)
+BEGIN;
+INSERT INTO ev (k, v, sw_partition, sw_write_time) VALUES (9, 'r', 0, '1970-01-01 00:00:26Z');
+\set VERBOSITY terse
+SELECT streamwm.process('ev');
+\set VERBOSITY default
+ROLLBACK;
+
+-- Retention (10 s behind W): what it removes from the coordinator's copy it
+-- removes from the shards; late rows stay while they are evidence.
+SELECT streamwm.create_stream('evr', 'k int', partitions => 2, retention => '10 s',
+                              distributed => true);
+SELECT streamwm.create_query('evrq', 'SELECT count(*) AS n FROM evr', hop => '5 s', size => '5 s');
+INSERT INTO evr (k, sw_partition, sw_write_time)
+SELECT i, i % 2, '1970-01-01 00:00:00Z'::timestamptz + make_interval(secs => i) FROM generate_series(1, 30) i;
+INSERT INTO evr (k, sw_partition, sw_write_time) VALUES (100, 0, '1970-01-01 00:00:01Z');
+SELECT streamwm.process('evr');
+SELECT watermark, events, late_events, expired_rows FROM streamwm.streams WHERE stream = 'evr'::regclass;
+SELECT min(k) FILTER (WHERE k < 100) AS oldest_kept, count(*) AS rows FROM evr;
+SELECT count(*) AS copied FROM evr_sw_rows;
+SELECT count(*) AS differ FROM (SELECT * FROM evr EXCEPT SELECT * FROM evr_sw_rows) d;
+SELECT window_start, n FROM evrq ORDER BY 1;
+SELECT streamwm.drop_stream('evr', cascade => true);
+DROP TABLE evrq;
+
 -- What is refused, and where.
+-- the columns and the name of a distributed stream stay
+ALTER TABLE ev ADD COLUMN w int;
+ALTER TABLE ev RENAME COLUMN v TO vv;
+ALTER TABLE ev RENAME TO ev_renamed;
 SELECT streamwm.create_stream('evk', 'k int', partition_key => 'k', distributed => true);
 SELECT to_regclass('evk');
 -- 'latest' cannot be told apart across the nodes' offset ranges once there are rows
