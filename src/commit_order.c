@@ -54,6 +54,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_sequence.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "executor/spi.h"
@@ -90,6 +91,12 @@
  * partitions, the lock table is sized by max_locks_per_transaction.
  */
 #define SW_MAX_HOLD_LOCKS 32
+
+/*
+ * No offset taken yet.  Offsets are positive, but a Citus node may hand out
+ * provisional ones below zero (sw_shard_offset), never this low.
+ */
+#define SW_NO_OFFSET PG_INT64_MIN
 #define SW_COMMIT_STRIPES 32
 
 /* What this transaction wrote into one partition of one stream. */
@@ -101,7 +108,7 @@ typedef struct SwPartitionWrite
 								 * InvalidOid: streamwm.commit_log */
 	Oid			seqoid;
 	int32		partition;
-	int64		lo;				/* lowest offset taken */
+	int64		lo;				/* lowest offset taken (SW_NO_OFFSET: none) */
 	int64		hi;				/* highest offset taken */
 	int			nruns;			/* the offsets taken, as runs [from, to] */
 	int			capruns;
@@ -177,14 +184,14 @@ unlock(Oid relid, uint32 field3, uint16 class, LOCKMODE mode)
 
 /*
  * w's transaction took 'offset' (at insert, or when renumbering): keep its
- * lowest and highest offset (-1: none yet) and the exact offsets as runs,
+ * lowest and highest offset (SW_NO_OFFSET: none yet) and the exact offsets as runs,
  * so that renumbering moves its rows and only them.  Offsets are taken in
  * increasing order.
  */
 static void
 took(SwPartitionWrite *w, int64 offset)
 {
-	if (w->lo < 0 || offset < w->lo)
+	if (w->lo == SW_NO_OFFSET || offset < w->lo)
 		w->lo = offset;
 	if (offset > w->hi)
 		w->hi = offset;
@@ -259,11 +266,79 @@ sw_commit_order_note(Oid relid, Oid table, Oid log, Oid seqoid, int32 partition,
 			w->log = log;
 			w->seqoid = seqoid;
 			w->partition = partition;
-			w->lo = w->hi = -1;
+			w->lo = w->hi = SW_NO_OFFSET;
 			last_write = nwrites++;
 		}
 	}
 	took(w, offset);
+}
+
+/*
+ * The offset of a new row in 'partition' of a distributed stream, on the
+ * node that holds it (ingest.c; 'log' is the shard of the stream's commit
+ * log here).  Each Citus node has its own range of the stream's sequence,
+ * with its own MAXVALUE, so a partition whose shard moved here may have
+ * committed offsets above this node's next value, and some of them may be
+ * values this sequence would give later: a new row would collide with a
+ * committed one.  So the first row this backend writes into a partition of
+ * this shard (*mode 0) compares with the partition's newest committed
+ * offset: the sequence is behind, it is moved past it if its range allows
+ * (*mode 1, as when it is not behind); otherwise (*mode 2) rows get
+ * provisional offsets below zero, which no committed row has, and their
+ * commit gives them the offsets right after the partition's newest
+ * (renumber(): its sequence can give nothing higher).  A shard that moves
+ * here is a new relation, with a new *mode.
+ */
+int64
+sw_shard_offset(Oid seqoid, Oid log, int32 partition, char *mode)
+{
+	int64		o = nextval_internal(seqoid, false);
+
+	if (*mode == 0)
+	{
+		Oid			types[1] = {INT4OID};
+		Datum		values[1] = {Int32GetDatum(partition)};
+		int64		hi = 0;
+		SwRoleContext cx;
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		sw_enter_catalog(&cx);
+		sw_spi_exec_latest(psprintf("SELECT hi FROM ONLY %s WHERE partition = $1"
+									" ORDER BY hi DESC LIMIT 1", sw_relation_name(log)),
+						   1, types, values, NULL, SPI_OK_SELECT);
+		if (SPI_processed == 1)
+		{
+			bool		isnull;
+
+			hi = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+		}
+		sw_leave_role(&cx);
+		SPI_finish();
+		*mode = 1;
+		if (o <= hi)
+		{
+			HeapTuple	tup = SearchSysCache1(SEQRELID, ObjectIdGetDatum(seqoid));
+			int64		max = PG_INT64_MAX;
+
+			if (HeapTupleIsValid(tup))
+			{
+				max = ((Form_pg_sequence) GETSTRUCT(tup))->seqmax;
+				ReleaseSysCache(tup);
+			}
+			if (hi < max - (INT64CONST(1) << 24))
+			{
+				(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seqoid), Int64GetDatum(hi));
+				o = nextval_internal(seqoid, false);
+			}
+			else
+				*mode = 2;
+		}
+	}
+	/* below zero, increasing: the sequence's values are below 2^62 */
+	if (*mode == 2)
+		o -= INT64CONST(1) << 62;
+	return o;
 }
 
 /* Did this transaction take 'offset' in w's partition? */
@@ -343,6 +418,7 @@ renumber(int from, int to)
 	char	   *relname = sw_relation_name(relid);
 	SwRoleContext rcx;
 	int64		hwm = 0;
+	bool		above_range = false;
 	OwnRow	   *rows = NULL;
 	int64		n = 0;
 	int64		cap = 0;
@@ -395,7 +471,7 @@ renumber(int from, int to)
 		}
 		SPI_freetuptable(SPI_tuptable);
 		/* a partition left with nothing of ours (rolled-back subtransactions) */
-		writes[w].lo = writes[w].hi = -1;
+		writes[w].lo = writes[w].hi = SW_NO_OFFSET;
 		writes[w].nruns = 0;
 	}
 
@@ -405,30 +481,53 @@ renumber(int from, int to)
 
 	/*
 	 * The new offsets must be above everything committed in the partitions.
-	 * The sequence is: one sequence serves a stream, and offsets are taken
-	 * before they are committed.  But a Citus node's sequence has a range
-	 * of its own, and a partition whose shard moved from a node with a
-	 * higher range has committed offsets above it: move the sequence past
-	 * them first.
+	 * The sequence's are: one sequence serves a stream, and offsets are
+	 * taken before they are committed.  But on a Citus node the sequence
+	 * has a range of its own (Citus gives each node one, with its own
+	 * MAXVALUE), and a partition whose shard moved from a node with a
+	 * higher range has committed offsets above it.  Then the sequence is
+	 * moved past them if its range allows, else each partition's rows take
+	 * the offsets right after its newest committed one: no offset this
+	 * node's sequence ever gave is that high, so no other transaction's row
+	 * has them, and the commit locks (held: order_commit) keep the next
+	 * committer from taking them too.
 	 */
 	if (OidIsValid(writes[from].log))
 	{
 		int64		o = nextval_internal(seqoid, false);
 
 		if (o <= hwm)
-			(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seqoid), Int64GetDatum(hwm));
+		{
+			HeapTuple	tup = SearchSysCache1(SEQRELID, ObjectIdGetDatum(seqoid));
+			int64		max = PG_INT64_MAX;
+
+			if (HeapTupleIsValid(tup))
+			{
+				max = ((Form_pg_sequence) GETSTRUCT(tup))->seqmax;
+				ReleaseSysCache(tup);
+			}
+			if (max - n - 1 > hwm)
+				(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seqoid), Int64GetDatum(hwm));
+			else
+				above_range = true;
+		}
 	}
 	for (int64 i = 0; i < n; i++)
 	{
-		int64		o = nextval_internal(seqoid, false);
+		SwPartitionWrite *w = &writes[rows[i].write];
+		int64		o;
 
+		if (above_range)
+			o = (w->hi != SW_NO_OFFSET ? w->hi : w->hwm) + 1;
+		else
+			o = nextval_internal(seqoid, false);
 		tids[i] = PointerGetDatum(&rows[i].tid);
 		offsets[i] = Int64GetDatum(o);
-		took(&writes[rows[i].write], o);
+		took(w, o);
 	}
 	for (int w = from; w < to; w++)
-		if (writes[w].lo < 0)
-			took(&writes[w], nextval_internal(seqoid, false));
+		if (writes[w].lo == SW_NO_OFFSET)
+			took(&writes[w], above_range ? writes[w].hwm + 1 : nextval_internal(seqoid, false));
 
 	/* one UPDATE per table the rows are in (one, but for a Citus node's shards) */
 	for (int w = from; w < to && n > 0; w++)
@@ -620,10 +719,14 @@ order_commit(void)
 	Datum	   *los = palloc(nwrites * sizeof(Datum));
 	Datum	   *his = palloc(nwrites * sizeof(Datum));
 	int			n = 0;
+	bool		distributed = false;
 
 	ordering = true;
 	qsort(writes, nwrites, sizeof(SwPartitionWrite), write_cmp);
 	last_write = -1;
+	for (int i = 0; i < nwrites; i++)
+		if (OidIsValid(writes[i].log))
+			distributed = true;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -635,7 +738,8 @@ order_commit(void)
 		commit_locks(true);
 		if (!probe_newest())
 			break;
-		if (attempt >= SW_RENUMBER_ATTEMPTS)
+		/* a Citus node renumbers under the locks: it may not use its sequence */
+		if (attempt >= SW_RENUMBER_ATTEMPTS || distributed)
 		{
 			renumber_overtaken();
 			break;

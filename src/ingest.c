@@ -106,6 +106,8 @@ typedef struct IngestCacheEntry
 	Oid			stream;			/* the stream; for a shard, its distributed table */
 	Oid			log;			/* a shard's: its commit log's shard (else InvalidOid) */
 	char	   *name;			/* the stream's name, for errors (a shard's: its table's) */
+	char	   *offset_mode;	/* a shard's, per partition: how offsets are taken
+								 * (commit_order.c, sw_shard_offset) */
 	AttrNumber	att_partition;
 	AttrNumber	att_offset;
 	AttrNumber	att_write_time;
@@ -415,6 +417,8 @@ ingest_state(Relation rel, Trigger *trigger)
 				 errdetail("streamwm_internal._stream_insert() runs only on the stream tables streamwm.create_stream() makes.")));
 
 	entry->name = MemoryContextStrdup(entry->cxt, get_rel_name(entry->stream));
+	entry->offset_mode = OidIsValid(entry->log) ?
+		MemoryContextAllocZero(entry->cxt, entry->npartitions) : NULL;
 	seqs = getOwnedSequences(entry->stream);
 	if (list_length(seqs) != 1)
 		ereport(ERROR,
@@ -614,7 +618,10 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 	values[st->att_partition - 1] = Int32GetDatum(partition);
 	replace[st->att_partition - 1] = true;
 
-	offset = nextval_internal(st->seqoid, false);
+	if (OidIsValid(st->log))
+		offset = sw_shard_offset(st->seqoid, st->log, partition, &st->offset_mode[partition]);
+	else
+		offset = nextval_internal(st->seqoid, false);
 	sw_commit_order_note(st->stream, RelationGetRelid(rel), st->log, st->seqoid, partition, offset);
 	values[st->att_offset - 1] = Int64GetDatum(offset);
 	replace[st->att_offset - 1] = true;
