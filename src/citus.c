@@ -46,6 +46,7 @@
 #include "utils/array.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
+#include "utils/reltrigger.h"
 #include "utils/timestamp.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
@@ -579,6 +580,36 @@ typedef struct PickedPartition
 static HTAB *picked = NULL;
 
 /*
+ * How many partitions the distributed stream relid has: its catalog row on
+ * the coordinator; on a worker (a row written through it), the first
+ * argument of the stream table's sw_ingest trigger, which Citus created
+ * there with the table.
+ */
+static int
+default_partitions(Oid relid)
+{
+	Relation	rel;
+	int			n = 0;
+
+	if (sw_catalog_is_stream(relid))
+		return sw_stream_partitions(relid);
+	rel = table_open(relid, AccessShareLock);
+	if (rel->trigdesc != NULL)
+		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
+		{
+			Trigger    *t = &rel->trigdesc->triggers[i];
+
+			if (strcmp(t->tgname, "sw_ingest") == 0 && t->tgnargs == 2 &&
+				get_func_namespace(t->tgfoid) == get_namespace_oid("streamwm_internal", false))
+				n = pg_strtoint32(t->tgargs[0]);
+		}
+	table_close(rel, AccessShareLock);
+	if (n < 1 || n > 4096)
+		sw_not_a_stream(relid);
+	return n;
+}
+
+/*
  * streamwm_internal._pick_partition(stream text): sw_partition's
  * DEFAULT on a distributed stream, evaluated on the coordinator before
  * Citus routes the row: the per-session choice of ingest.c (a partition
@@ -604,7 +635,7 @@ streamwm_pick_partition(PG_FUNCTION_ARGS)
 	p = hash_search(picked, &relid, HASH_ENTER, &found);
 	if (!found)
 	{
-		p->npartitions = sw_stream_partitions(relid);
+		p->npartitions = default_partitions(relid);
 		p->partition = -1;
 	}
 	if (p->partition >= 0 && p->claimed && !sw_partition_claimed(relid, p->partition))

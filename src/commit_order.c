@@ -149,6 +149,12 @@ set_tag(LOCKTAG *tag, Oid relid, uint32 field3, uint16 class)
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, relid, field3, class);
 }
 
+/* order_commit() runs at PREPARE (Citus's two-phase commit), not at COMMIT */
+static bool preparing = false;
+
+/* how long a PREPARE waits for a commit lock before giving up (ms) */
+#define SW_PREPARE_LOCK_WAIT_MS 500
+
 /* Take a lock that lasts until the top-level transaction ends. */
 static void
 lock_for_transaction(Oid relid, uint32 field3, uint16 class, LOCKMODE mode)
@@ -160,7 +166,38 @@ lock_for_transaction(Oid relid, uint32 field3, uint16 class, LOCKMODE mode)
 	CurrentResourceOwner = TopTransactionResourceOwner;
 	PG_TRY();
 	{
-		(void) LockAcquire(&tag, mode, false, false);
+		/*
+		 * A prepared transaction keeps its commit locks until COMMIT
+		 * PREPARED, which its coordinator sends once every node is
+		 * prepared.  Two transactions that each prepared on one node and
+		 * wait for the other's lock on the other node would wait for each
+		 * other across nodes, until Citus's distributed deadlock detection
+		 * cancels one.  So a PREPARE waits only a little for a commit lock
+		 * another transaction holds (a commit record takes far less), then
+		 * fails with a serialization failure the client can retry.
+		 */
+		if (preparing && mode == ExclusiveLock)
+		{
+			TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															   SW_PREPARE_LOCK_WAIT_MS);
+
+			while (LockAcquire(&tag, mode, false, true) == LOCKACQUIRE_NOT_AVAIL)
+			{
+				if (GetCurrentTimestamp() >= deadline)
+					ereport(ERROR,
+							(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+							 errmsg("could not prepare the rows written into stream %s",
+									sw_relation_name(relid)),
+							 errdetail("Another transaction that is being committed in two phases "
+									   "holds the commit lock of one of its partitions on this node."),
+							 errhint("Retry the transaction. A transaction that writes the "
+									 "partitions of one node only commits without two-phase commit.")));
+				CHECK_FOR_INTERRUPTS();
+				pg_usleep(1000L);
+			}
+		}
+		else
+			(void) LockAcquire(&tag, mode, false, false);
 	}
 	PG_FINALLY();
 	{
@@ -840,7 +877,9 @@ commit_order_xact_callback(XactEvent event, void *arg)
 								(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 								 errmsg("cannot PREPARE a transaction that has written into a stream"),
 								 errdetail("A stream orders its rows when the transaction that wrote them commits.")));
+				preparing = true;
 				order_commit();
+				preparing = false;
 			}
 			break;
 		case XACT_EVENT_COMMIT:
@@ -852,6 +891,7 @@ commit_order_xact_callback(XactEvent event, void *arg)
 			nwrites = capwrites = 0;
 			last_write = -1;
 			ordering = false;
+			preparing = false;
 			sw_renumbering = InvalidOid;
 			break;
 		default:
