@@ -32,6 +32,7 @@
 #include "nodes/parsenodes.h"
 #include "parser/parse_relation.h"
 #include "parser/parser.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -110,6 +111,21 @@ sw_stream_partitions(Oid relid)
  * with both InvalidOid, for a local stream or a relation that is no
  * stream.  Read as the catalog's owner, in an SPI connection of its own.
  */
+static struct
+{
+	LocalTransactionId lxid;	/* valid in this transaction only */
+	Oid			relid;
+	Oid			rows;
+	Oid			log;
+}			distributed_cache;
+
+/* Forget what sw_stream_distributed() read (a stream was just distributed). */
+void
+sw_stream_distributed_changed(void)
+{
+	distributed_cache.lxid = InvalidLocalTransactionId;
+}
+
 bool
 sw_stream_distributed(Oid relid, Oid *rows, Oid *log)
 {
@@ -121,6 +137,16 @@ sw_stream_distributed(Oid relid, Oid *rows, Oid *log)
 	Oid			r = InvalidOid;
 	Oid			l = InvalidOid;
 
+	/* the SQL builders and a step ask often: once per transaction and stream */
+	if (distributed_cache.lxid == MyProc->lxid && distributed_cache.relid == relid &&
+		MyProc->lxid != InvalidLocalTransactionId)
+	{
+		if (rows)
+			*rows = distributed_cache.rows;
+		if (log)
+			*log = distributed_cache.log;
+		return OidIsValid(distributed_cache.rows);
+	}
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	sw_enter_catalog(&cx);
@@ -135,6 +161,10 @@ sw_stream_distributed(Oid relid, Oid *rows, Oid *log)
 	SPI_finish();
 	if (isnull1 || isnull2)
 		r = l = InvalidOid;
+	distributed_cache.lxid = MyProc->lxid;
+	distributed_cache.relid = relid;
+	distributed_cache.rows = r;
+	distributed_cache.log = l;
 	if (rows)
 		*rows = r;
 	if (log)
@@ -734,6 +764,7 @@ streamwm_unregister_stream(PG_FUNCTION_ARGS)
 				1, types, values, NULL, SPI_OK_DELETE);
 	sw_spi_exec("DELETE FROM streamwm.stream_def WHERE stream = $1",
 				1, types, values, NULL, SPI_OK_DELETE);
+	sw_stream_distributed_changed();
 	sw_leave_role(&cx);
 	SPI_finish();
 	PG_RETURN_VOID();

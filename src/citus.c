@@ -563,6 +563,7 @@ streamwm_distribute(PG_FUNCTION_ARGS)
 	values[2] = ObjectIdGetDatum(log);
 	sw_spi_exec("UPDATE streamwm.stream_def SET rows_table = $2, log_table = $3 WHERE stream = $1",
 				3, types, values, NULL, SPI_OK_UPDATE);
+	sw_stream_distributed_changed();
 	sw_leave_role(&cx);
 	SPI_finish();
 	PG_RETURN_VOID();
