@@ -505,10 +505,85 @@ streamwm_check_distributed(PG_FUNCTION_ARGS)
 }
 
 /*
+ * How many shards a stream of np partitions gets.  Citus hashes
+ * sw_partition (hashint4) into shard_count equal ranges of the 32-bit hash
+ * space and places shard i on worker i mod (number of workers), in node
+ * order: with shard_count = np, partitions can share a shard and pile up on
+ * one node (4 partitions over 2 workers came out 3 and 1).  So the smallest
+ * shard count from np up to 8 np (at most np + 512) is taken with which the
+ * workers get partition counts that differ by at most one, every partition
+ * in a shard of its own if one such count does that too (up to 64
+ * partitions); else np.  (The placement
+ * rule is Citus's at the time of writing; test/citus checks the spread.)
+ */
+static int
+spread_shard_count(int np)
+{
+	int			workers = 0;
+	int			balanced = 0;
+	int			nestlevel;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	nestlevel = sw_enter_safe_path();
+	if (SPI_execute("SELECT count(DISTINCT groupid)::int4 FROM pg_catalog.pg_dist_node"
+					" WHERE shouldhaveshards AND isactive AND noderole = 'primary'",
+					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		bool		isnull;
+
+		workers = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+											  1, &isnull));
+	}
+	sw_leave_safe_path(nestlevel);
+	SPI_finish();
+	if (workers < 2)
+		return np;
+	for (int count = np; count <= Min(8 * np, np + 512); count++)
+	{
+		int64		increment = INT64CONST(4294967296) / count;
+		int		   *per_node = palloc0(workers * sizeof(int));
+		bool	   *used = palloc0(count * sizeof(bool));
+		bool		distinct = true;
+		int			lo = INT_MAX;
+		int			hi = 0;
+
+		for (int p = 0; p < np; p++)
+		{
+			int32		h = DatumGetInt32(DirectFunctionCall1(hashint4, Int32GetDatum(p)));
+			int64		shard = ((int64) h - PG_INT32_MIN) / increment;
+
+			if (shard >= count)
+				shard = count - 1;
+			if (used[shard])
+				distinct = false;
+			used[shard] = true;
+			per_node[shard % workers]++;
+		}
+		for (int w = 0; w < workers; w++)
+		{
+			lo = Min(lo, per_node[w]);
+			hi = Max(hi, per_node[w]);
+		}
+		pfree(per_node);
+		pfree(used);
+		if (hi - lo <= 1)
+		{
+			/* a shard of its own each: worth a few empty shards, not thousands */
+			if (distinct || np > 64)
+				return count;
+			if (balanced == 0)
+				balanced = count;
+		}
+	}
+	return balanced > 0 ? balanced : np;
+}
+
+/*
  * streamwm_internal._distribute(stream, rows_table, log_table): the last
  * step of create_stream(..., distributed => true).  Distributes the stream
- * on sw_partition, one shard per partition (Citus hashes the partition to
- * a shard: a partition is never split, though two may share a shard), and
+ * on sw_partition (Citus hashes the partition to a shard: a partition is
+ * never split; spread_shard_count() picks how many shards), and
  * its commit log co-located with it, so that each partition's log entries
  * live, and move, with its rows; records both in stream_def.  Citus
  * refuses tables with triggers unless citus.enable_unsafe_triggers: the
@@ -542,8 +617,15 @@ streamwm_distribute(PG_FUNCTION_ARGS)
 							 GUC_ACTION_SAVE, true, 0, false);
 	(void) set_config_option("citus.enable_unsafe_triggers", "on", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
+	/*
+	 * One connection per node: in parallel, Citus would open one per shard
+	 * (up to its pool size) and prepare each at commit, which can exceed a
+	 * node's max_prepared_transactions for a stream of many partitions.
+	 */
+	(void) set_config_option("citus.multi_shard_modify_mode", "sequential", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	values[0] = ObjectIdGetDatum(stream);
-	values[1] = Int32GetDatum(np);
+	values[1] = Int32GetDatum(spread_shard_count(np));
 	sw_spi_exec("SELECT pg_catalog.create_distributed_table($1, 'sw_partition',"
 				" shard_count => $2, colocate_with => 'none')",
 				2, types, values, NULL, SPI_OK_SELECT);

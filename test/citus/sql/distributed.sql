@@ -47,6 +47,14 @@ DROP TABLE example;
 SELECT streamwm.create_stream('ev', 'k int, v text', partitions => 4,
                               watermark_delay => '1 s', distributed => true);
 SELECT count(DISTINCT nodeport) AS worker_nodes FROM citus_shards WHERE table_name = 'ev'::regclass;
+-- the partitions, not just the shards, spread evenly over the workers, each
+-- in a shard of its own (the shard count is chosen for it)
+SELECT array_agg(n ORDER BY n) AS partitions_per_worker, sum(shards) AS shards_used
+  FROM (SELECT s.nodeport, count(*) AS n, count(DISTINCT s.shardid) AS shards
+          FROM generate_series(0, 3) p
+          JOIN citus_shards s ON s.table_name = 'ev'::regclass
+           AND s.shardid = get_shard_id_for_distribution_column('ev', p)
+         GROUP BY 1) x;
 SELECT streamwm.create_query('evq', 'SELECT k, count(*) AS n FROM ev GROUP BY k',
                              hop => '10 s', size => '10 s');
 -- no partition given: this session's partition, chosen on the coordinator
