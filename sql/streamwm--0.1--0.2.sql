@@ -412,9 +412,12 @@ CREATE OR REPLACE FUNCTION streamwm_internal._distribute(stream regclass, rows_t
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_distribute' LANGUAGE C STRICT;
 CREATE OR REPLACE FUNCTION streamwm_internal._pick_partition(stream text)
     RETURNS int AS 'MODULE_PATHNAME', 'streamwm_pick_partition' LANGUAGE C VOLATILE STRICT;
-CREATE OR REPLACE FUNCTION streamwm_internal._dist_fence(stream text, partition int)
+CREATE OR REPLACE FUNCTION streamwm_internal._dist_fence(stream text, partitions int[])
     RETURNS timestamptz[] AS 'MODULE_PATHNAME', 'streamwm_dist_fence' LANGUAGE C VOLATILE STRICT;
-REVOKE ALL ON FUNCTION streamwm_internal._dist_fence(text, int) FROM PUBLIC;
+REVOKE ALL ON FUNCTION streamwm_internal._dist_fence(text, int[]) FROM PUBLIC;
+CREATE OR REPLACE FUNCTION streamwm_internal._dist_newest(log text, partitions int[])
+    RETURNS bigint[] AS 'MODULE_PATHNAME', 'streamwm_dist_newest' LANGUAGE C VOLATILE STRICT;
+REVOKE ALL ON FUNCTION streamwm_internal._dist_newest(text, int[]) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION streamwm_internal._register_stream(stream regclass, partitions int,
     watermark_delay interval, event_time text, partition_key text,
@@ -1914,8 +1917,10 @@ COMMENT ON FUNCTION streamwm_internal._distribute(regclass, regclass, regclass) 
     'internal: distributes a new stream and its commit log with Citus and records them, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._pick_partition(text) IS
     'internal: the partition of a row of a distributed stream that gives none (sw_partition''s default), not for direct use';
-COMMENT ON FUNCTION streamwm_internal._dist_fence(text, int) IS
-    'internal: a step''s fence on the node that holds a partition of a distributed stream (its clock, and since when an open writer holds the partition), not for direct use';
+COMMENT ON FUNCTION streamwm_internal._dist_newest(text, int[]) IS
+    'internal: on a node that holds partitions of a distributed stream, the newest offset its commit log has for each of them there, not for direct use';
+COMMENT ON FUNCTION streamwm_internal._dist_fence(text, int[]) IS
+    'internal: a step''s fence on a node that holds partitions of a distributed stream (its clock, and since when an open writer holds each of them), not for direct use';
 COMMENT ON FUNCTION streamwm_internal._on_sql_drop() IS
     'internal: event trigger function removing the catalog rows of dropped stream tables, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._partial_sfunc(internal, oid) IS

@@ -74,6 +74,7 @@ PG_FUNCTION_INFO_V1(streamwm_check_distributed);
 PG_FUNCTION_INFO_V1(streamwm_distribute);
 PG_FUNCTION_INFO_V1(streamwm_pick_partition);
 PG_FUNCTION_INFO_V1(streamwm_dist_fence);
+PG_FUNCTION_INFO_V1(streamwm_dist_newest);
 
 static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
 
@@ -733,22 +734,26 @@ streamwm_pick_partition(PG_FUNCTION_ARGS)
 }
 
 /*
- * streamwm_internal._dist_fence(stream text, partition int) RETURNS
- * timestamptz[]: run on the node that holds a partition of a distributed
+ * streamwm_internal._dist_fence(stream text, partitions int[]) RETURNS
+ * timestamptz[]: run on a node that holds partitions of a distributed
  * stream, in a step's transaction (sw_citus_read_arrivals): {this node's
- * clock at the fence, the start of the oldest open transaction writing the
- * partition or NULL}.
+ * clock at the fence, then for each of 'partitions' the start of the
+ * oldest open transaction writing it here, or NULL}.
  */
 Datum
 streamwm_dist_fence(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	int32		partition = PG_GETARG_INT32(1);
+	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(1);
+	Datum	   *parts;
+	bool	   *partnulls;
+	int			nparts;
+	int			max = -1;
 	Oid			relid;
-	SwPartitionHold hold;
-	Datum		elems[2];
-	bool		nulls[2] = {false, false};
-	int			dims[1] = {2};
+	SwPartitionHold *holds;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			dims[1];
 	int			lbs[1] = {1};
 
 	relid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)),
@@ -765,14 +770,113 @@ streamwm_dist_fence(PG_FUNCTION_ARGS)
 				 errmsg("cannot process stream %s in the transaction that wrote into it", name),
 				 errdetail("Rows arrive when the transaction that wrote them commits."),
 				 errhint("Commit first, then call streamwm.process().")));
-	if (partition < 0 || partition >= 4096)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("partition %d is out of range", partition)));
-	elems[0] = TimestampTzGetDatum(sw_commit_fence_partition(relid, partition, &hold));
-	elems[1] = TimestampTzGetDatum(hold.since);
-	nulls[1] = hold.pid == 0;
+	deconstruct_array(arr, INT4OID, 4, true, TYPALIGN_INT, &parts, &partnulls, &nparts);
+	for (int i = 0; i < nparts; i++)
+	{
+		if (partnulls[i] || DatumGetInt32(parts[i]) < 0 || DatumGetInt32(parts[i]) >= 4096)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partitions must be between 0 and 4095")));
+		max = Max(max, DatumGetInt32(parts[i]));
+	}
+	holds = palloc((max + 2) * sizeof(SwPartitionHold));
+	elems = palloc((nparts + 1) * sizeof(Datum));
+	nulls = palloc0((nparts + 1) * sizeof(bool));
+	elems[0] = TimestampTzGetDatum(sw_commit_fence_node(relid, max + 1, holds));
+	for (int i = 0; i < nparts; i++)
+	{
+		SwPartitionHold *h = &holds[DatumGetInt32(parts[i])];
+
+		elems[i + 1] = TimestampTzGetDatum(h->since);
+		nulls[i + 1] = h->pid == 0;
+	}
+	dims[0] = nparts + 1;
 	PG_RETURN_ARRAYTYPE_P(construct_md_array(elems, nulls, 1, dims, lbs, TIMESTAMPTZOID,
+											 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/*
+ * streamwm_internal._dist_newest(log text, partitions int[]) RETURNS
+ * bigint[]: run on a node that holds partitions of a distributed stream,
+ * after its fence in a step's transaction (sw_citus_read_arrivals): for
+ * each of 'partitions', the newest hi its commit log's shard on this node
+ * has (NULL: none here), so that the step asks for entries and rows only
+ * where something may have arrived.
+ */
+Datum
+streamwm_dist_newest(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(1);
+	Datum	   *parts;
+	bool	   *partnulls;
+	int			nparts;
+	Oid			log;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			dims[1];
+	int			lbs[1] = {1};
+	int			nestlevel;
+	Oid			types[2] = {REGCLASSOID, INT4ARRAYOID};
+	Datum		values[2];
+
+	log = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)),
+						   NoLock, false);
+	deconstruct_array(arr, INT4OID, 4, true, TYPALIGN_INT, &parts, &partnulls, &nparts);
+	elems = palloc0(Max(nparts, 1) * sizeof(Datum));
+	nulls = palloc(Max(nparts, 1) * sizeof(bool));
+	for (int i = 0; i < nparts; i++)
+		nulls[i] = true;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	nestlevel = sw_enter_safe_path();
+	values[0] = ObjectIdGetDatum(log);
+	values[1] = PointerGetDatum(arr);
+	sw_spi_exec("SELECT p.n, pg_catalog.get_shard_id_for_distribution_column($1, p.p)"
+				" FROM pg_catalog.unnest($2) WITH ORDINALITY AS p(p, n)",
+				2, types, values, NULL, SPI_OK_SELECT);
+	{
+		int			n = (int) SPI_processed;
+		int64	   *shardids = palloc(Max(n, 1) * sizeof(int64));
+		int		   *index = palloc(Max(n, 1) * sizeof(int));
+
+		for (int i = 0; i < n; i++)
+		{
+			bool		isnull;
+
+			index[i] = (int) DatumGetInt64(sw_spi_getdatum(i, 1, &isnull)) - 1;
+			shardids[i] = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
+		}
+		SPI_freetuptable(SPI_tuptable);
+		for (int i = 0; i < n; i++)
+		{
+			Oid			shard = get_relname_relid(psprintf("%s_" INT64_FORMAT, get_rel_name(log),
+														  shardids[i]),
+												 get_rel_namespace(log));
+			Oid			ptypes[1] = {INT4OID};
+			Datum		pvalues[1];
+			bool		isnull;
+			Datum		d;
+
+			if (!OidIsValid(shard) || index[i] < 0 || index[i] >= nparts)
+				continue;		/* that partition is on another node */
+			pvalues[0] = parts[index[i]];
+			sw_spi_exec(psprintf("SELECT pg_catalog.max(hi) FROM ONLY %s WHERE partition = $1",
+								 sw_relation_name(shard)),
+						1, ptypes, pvalues, NULL, SPI_OK_SELECT);
+			d = sw_spi_getdatum(0, 1, &isnull);
+			if (!isnull)
+			{
+				elems[index[i]] = d;
+				nulls[index[i]] = false;
+			}
+			SPI_freetuptable(SPI_tuptable);
+		}
+	}
+	sw_leave_safe_path(nestlevel);
+	SPI_finish();
+	dims[0] = nparts;
+	PG_RETURN_ARRAYTYPE_P(construct_md_array(elems, nulls, 1, dims, lbs, INT8OID,
 											 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 
@@ -859,21 +963,28 @@ column_list(Oid relid, const char *alias)
  * What a step of a distributed stream has to read (process.c), brought to
  * the coordinator.  The caller acts as the catalog's owner.
  *
- *	1. On each node that holds a partition, the fence (_dist_fence, in a
- *	   query routed to the partition's shard of the commit log): that
- *	   node's clock, taken while no commit into the stream is under way
- *	   there, and the partition's open writer (live[p]).  The step's
- *	   clock is the earliest of these: every commit stamped before it, on
- *	   any node, is visible to the statements below.
- *	2. Per partition, the commit log entries after its processed offset
- *	   that arrived before that clock, copied into streamwm.commit_log (the
- *	   local copy the step reads in arrival order, as for a local stream).
- *	3. Per partition, the rows of those entries, copied into the stream's
+ *	1. On each node that holds partitions, the fence (_dist_fence, in a
+ *	   query routed to the shard of the commit log of one of them, with the
+ *	   node's partitions as argument): that node's clock, taken while no
+ *	   commit into the stream is under way there, and the open writer of
+ *	   each of its partitions (live[p]).  The step's clock is the earliest
+ *	   of these: every commit stamped before it, on any node, is visible to
+ *	   the step's next statements (READ COMMITTED: each takes a new
+ *	   snapshot on each node).
+ *	   The same query returns, per partition, the newest offset the node's
+ *	   commit log has (_dist_newest): the partitions where something may
+ *	   have arrived.
+ *	2. Their commit log entries after the processed offset that arrived
+ *	   before that clock, copied into streamwm.commit_log (the local copy
+ *	   the step reads in arrival order, as for a local stream): one
+ *	   statement over their shards of the log (short: the step prunes it).
+ *	3. Per partition that got entries, their rows, copied into the stream's
  *	   rows table on the coordinator, which the step and the window
- *	   statements read as they read a local stream.
+ *	   statements read as they read a local stream: a router query on the
+ *	   primary key of the partition's shard.
  *
- * Each of these is a router query: Citus sends it to the one node that
- * holds the partition, in the step's transaction.  Returns the clock.
+ * A step with nothing new makes one round trip per node.  Returns the
+ * clock.
  */
 TimestampTz
 sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
@@ -883,52 +994,123 @@ sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
 	char	   *name = sw_relation_name(relid);
 	char	   *logname = sw_relation_name(logrel);
 	char	   *fence_sql;
-	char	   *log_sql;
 	char	   *rows_sql;
 	TimestampTz safe = DT_NOEND;
 	int64	   *upto = palloc(np * sizeof(int64));
+	int64	   *done = palloc(np * sizeof(int64));
+	int32	   *node = palloc(np * sizeof(int32));
+	bool	   *fenced = palloc0(np * sizeof(bool));
+	int32	   *active = palloc(np * sizeof(int32));
+	int			nactive = 0;
 	SwRoleContext rcx;
 	char	   *cols;
 
-	fence_sql = psprintf("SELECT streamwm_internal._dist_fence($2, $1), pg_catalog.count(*)"
-						 " FROM %s WHERE partition = $1", logname);
 	for (int p = 0; p < np; p++)
 	{
-		Oid			types[2] = {INT4OID, TEXTOID};
-		Datum		values[2] = {Int32GetDatum(p), CStringGetTextDatum(name)};
+		live[p].pid = 0;
+		live[p].since = DT_NOEND;
+		done[p] = clock->parts[p].processed_offset;
+		upto[p] = -1;
+		node[p] = -1;
+	}
+
+	/* where each partition lives: Citus's metadata on the coordinator */
+	{
+		Oid			types[2] = {REGCLASSOID, INT4OID};
+		Datum		values[2] = {ObjectIdGetDatum(relid), Int32GetDatum(np)};
+
+		sw_spi_exec("SELECT p, pl.groupid FROM pg_catalog.generate_series(0, $2 - 1) p,"
+					" pg_catalog.pg_dist_placement pl"
+					" WHERE pl.shardid = pg_catalog.get_shard_id_for_distribution_column($1, p)",
+					2, types, values, NULL, SPI_OK_SELECT);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			int32		p = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
+
+			if (p >= 0 && p < np)
+				node[p] = DatumGetInt32(sw_spi_getdatum(i, 2, &isnull));
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+
+	/* 1. one fence per node, routed by the first of its partitions */
+	fence_sql = psprintf("SELECT streamwm_internal._dist_fence($2, $3),"
+						 " streamwm_internal._dist_newest($4, $3), pg_catalog.count(*)"
+						 " FROM %s WHERE partition = $1", logname);
+	for (int first = 0; first < np; first++)
+	{
+		Oid			types[4] = {INT4OID, TEXTOID, INT4ARRAYOID, TEXTOID};
+		Datum		values[4];
+		int32	   *members = palloc(np * sizeof(int32));
+		int			nmembers = 0;
 		Datum	   *elems;
 		bool	   *nulls;
 		int			n;
 		bool		isnull;
 
-		sw_spi_exec(fence_sql, 2, types, values, NULL, SPI_OK_SELECT);
-		if (SPI_processed != 1 || SPI_tuptable->tupdesc->natts != 2 ||
-			SPI_gettypeid(SPI_tuptable->tupdesc, 1) != TIMESTAMPTZARRAYOID)
-			elog(ERROR, "streamwm: the fence of partition %d of stream %s returned no clock", p, name);
+		if (fenced[first])
+			continue;
+		for (int p = first; p < np; p++)
+			if (!fenced[p] && node[p] == node[first])
+			{
+				members[nmembers++] = p;
+				fenced[p] = true;
+			}
+		values[0] = Int32GetDatum(first);
+		values[1] = CStringGetTextDatum(name);
+		values[2] = sw_int4_array(members, nmembers);
+		values[3] = CStringGetTextDatum(logname);
+		sw_spi_exec(fence_sql, 4, types, values, NULL, SPI_OK_SELECT);
+		if (SPI_processed != 1 || SPI_tuptable->tupdesc->natts != 3 ||
+			SPI_gettypeid(SPI_tuptable->tupdesc, 1) != TIMESTAMPTZARRAYOID ||
+			SPI_gettypeid(SPI_tuptable->tupdesc, 2) != INT8ARRAYOID)
+			elog(ERROR, "streamwm: the fence of partition %d of stream %s returned no clock",
+				 first, name);
 		deconstruct_array(DatumGetArrayTypeP(sw_spi_getdatum(0, 1, &isnull)), TIMESTAMPTZOID,
 						  8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
-		if (n != 2 || nulls[0])
-			elog(ERROR, "streamwm: the fence of partition %d of stream %s returned no clock", p, name);
+		if (n != nmembers + 1 || nulls[0])
+			elog(ERROR, "streamwm: the fence of partition %d of stream %s returned no clock",
+				 first, name);
 		if (DatumGetTimestampTz(elems[0]) < safe)
 			safe = DatumGetTimestampTz(elems[0]);
-		live[p].pid = nulls[1] ? 0 : -1;	/* a backend on another node */
-		live[p].since = nulls[1] ? DT_NOEND : DatumGetTimestampTz(elems[1]);
+		for (int i = 0; i < nmembers; i++)
+			if (!nulls[i + 1])
+			{
+				live[members[i]].pid = -1;	/* a backend on another node */
+				live[members[i]].since = DatumGetTimestampTz(elems[i + 1]);
+			}
+		/* where something may have arrived: the newest entry is past the processed offset */
+		deconstruct_array(DatumGetArrayTypeP(sw_spi_getdatum(0, 2, &isnull)), INT8OID,
+						  8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
+		if (n != nmembers)
+			elog(ERROR, "streamwm: the fence of partition %d of stream %s returned no offsets",
+				 first, name);
+		for (int i = 0; i < nmembers; i++)
+			if (!nulls[i] && DatumGetInt64(elems[i]) > done[members[i]])
+				active[nactive++] = members[i];
 		SPI_freetuptable(SPI_tuptable);
+		pfree(members);
 	}
 
-	log_sql = psprintf("INSERT INTO streamwm.commit_log (stream, partition, lo, hi, arrival, held_from)"
-					   " SELECT $3::pg_catalog.regclass, l.partition, l.lo, l.hi, l.arrival, l.held_from"
-					   " FROM %s l WHERE l.partition = $1 AND l.hi > $2 AND l.arrival < $4"
-					   " ON CONFLICT DO NOTHING", logname);
-	for (int p = 0; p < np; p++)
+	/*
+	 * 2. the entries that arrived before the clock, of the partitions where
+	 * something did, in one statement (Citus reads only their shards)
+	 */
+	if (nactive > 0)
 	{
-		Oid			types[4] = {INT4OID, INT8OID, OIDOID, TIMESTAMPTZOID};
-		Datum		values[4] = {Int32GetDatum(p),
-			Int64GetDatum(clock->parts[p].processed_offset),
-			ObjectIdGetDatum(relid), TimestampTzGetDatum(safe)};
+		Oid			types[4] = {INT8ARRAYOID, OIDOID, TIMESTAMPTZOID, INT4ARRAYOID};
+		Datum		values[4] = {sw_int8_array(done, np), ObjectIdGetDatum(relid),
+			TimestampTzGetDatum(safe), sw_int4_array(active, nactive)};
 
-		sw_spi_exec(log_sql, 4, types, values, NULL, SPI_OK_INSERT);
-		upto[p] = -1;
+		sw_spi_exec(psprintf("INSERT INTO streamwm.commit_log"
+							 " (stream, partition, lo, hi, arrival, held_from)"
+							 " SELECT $2::pg_catalog.regclass, l.partition, l.lo, l.hi, l.arrival,"
+							 " l.held_from FROM %s l"
+							 " WHERE l.partition = ANY ($4)"
+							 " AND l.hi > ($1::pg_catalog.int8[])[l.partition + 1]"
+							 " AND l.arrival < $3 ON CONFLICT DO NOTHING", logname),
+					4, types, values, NULL, SPI_OK_INSERT);
 	}
 	CommandCounterIncrement();
 	{
@@ -949,7 +1131,7 @@ sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
 		SPI_freetuptable(SPI_tuptable);
 	}
 
-	/* the rows, as the stream's owner (its policies run in the read: bounded) */
+	/* 3. the rows, as the stream's owner (its policies run in the read: bounded) */
 	cols = column_list(relid, NULL);
 	rows_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM %s t"
 						" WHERE t.sw_partition = $1 AND t.sw_offset > $2 AND t.sw_offset <= $3"
@@ -959,41 +1141,52 @@ sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
 	for (int p = 0; p < np; p++)
 	{
 		Oid			types[3] = {INT4OID, INT8OID, INT8OID};
-		Datum		values[3] = {Int32GetDatum(p),
-			Int64GetDatum(clock->parts[p].processed_offset), Int64GetDatum(upto[p])};
+		Datum		values[3] = {Int32GetDatum(p), Int64GetDatum(done[p]), Int64GetDatum(upto[p])};
 
-		if (upto[p] <= clock->parts[p].processed_offset)
+		if (upto[p] <= done[p])
 			continue;
 		sw_spi_exec_bounded(psprintf("reading stream %s", name), rows_sql, 3, types, values,
 							NULL, SPI_OK_INSERT, InvalidSnapshot);
 	}
 	sw_leave_role(&rcx);
 	pfree(upto);
+	pfree(done);
+	pfree(node);
+	pfree(fenced);
+	pfree(active);
 	return safe;
 }
 
 /*
  * After a step of a distributed stream (process.c): its commit log loses
  * the entries read, all but each partition's newest (the next commit there
- * compares with it), on the nodes whose partitions the step read.
- * 'before' holds the processed offsets the step started from.
+ * compares with it), in one statement on the nodes whose partitions the
+ * step read.  'before' holds the processed offsets the step started from.
  */
 void
 sw_citus_prune_log(Oid logrel, const SwStreamClock *clock, const int64 *before)
 {
-	char	   *sql = psprintf("DELETE FROM %s WHERE partition = $1 AND hi < $2",
-							   sw_relation_name(logrel));
+	int			np = clock->npartitions;
+	int32	   *moved = palloc(np * sizeof(int32));
+	int64	   *upto = palloc(np * sizeof(int64));
+	int			n = 0;
+	Oid			types[2] = {INT4ARRAYOID, INT8ARRAYOID};
+	Datum		values[2];
 
-	for (int p = 0; p < clock->npartitions; p++)
+	for (int p = 0; p < np; p++)
 	{
-		Oid			types[2] = {INT4OID, INT8OID};
-		Datum		values[2] = {Int32GetDatum(p),
-			Int64GetDatum(clock->parts[p].processed_offset)};
-
-		if (clock->parts[p].processed_offset <= before[p])
-			continue;
-		sw_spi_exec(sql, 2, types, values, NULL, SPI_OK_DELETE);
+		upto[p] = clock->parts[p].processed_offset;
+		if (upto[p] > before[p])
+			moved[n++] = p;
 	}
+	if (n == 0)
+		return;
+	values[0] = sw_int4_array(moved, n);
+	values[1] = sw_int8_array(upto, np);
+	sw_spi_exec(psprintf("DELETE FROM %s WHERE partition = ANY ($1)"
+						 " AND hi < ($2::pg_catalog.int8[])[partition + 1]",
+						 sw_relation_name(logrel)),
+				2, types, values, NULL, SPI_OK_DELETE);
 }
 
 /*

@@ -1062,26 +1062,24 @@ sw_commit_fence(Oid relid, int npartitions, SwPartitionHold *holds, TimestampTz 
 }
 
 /*
- * The fence of a step of a distributed stream, on the node that holds
- * 'partition' (citus.c, streamwm_internal._dist_fence()): as
+ * The fence of a step of a distributed stream, on one node that holds some
+ * of its partitions (citus.c, streamwm_internal._dist_fence()): as
  * sw_commit_fence(), the clock read while no commit into the stream is
  * under way on this node, so every commit that stamped its arrival before
- * it is visible to the step's next statement here, and the partition's
- * open writer (*hold), read after the clock.
+ * it is visible to the step's next statements here, and the open writers
+ * of partitions 0 .. npartitions - 1 on this node (holds), read after the
+ * clock.
  */
 TimestampTz
-sw_commit_fence_partition(Oid relid, int partition, SwPartitionHold *hold)
+sw_commit_fence_node(Oid relid, int npartitions, SwPartitionHold *holds)
 {
 	LOCKTAG		tag;
 	TimestampTz clock;
-	SwPartitionHold *holds = palloc((partition + 1) * sizeof(SwPartitionHold));
 
 	set_tag(&tag, relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS);
 	(void) LockAcquire(&tag, ShareLock, false, false);
 	clock = GetCurrentTimestamp();
-	sw_partition_holders(relid, partition + 1, holds);
+	sw_partition_holders(relid, npartitions, holds);
 	(void) LockRelease(&tag, ShareLock, false);
-	*hold = holds[partition];
-	pfree(holds);
 	return clock;
 }

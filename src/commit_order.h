@@ -26,7 +26,7 @@ extern int64 sw_shard_offset(Oid seqoid, Oid log, int32 partition, char *mode);
 extern int	sw_pick_free_partition(Oid relid, int npartitions, int start, bool *claimed);
 extern bool sw_partition_claimed(Oid relid, int partition);
 extern void sw_partition_holders(Oid relid, int npartitions, SwPartitionHold *holds);
-extern TimestampTz sw_commit_fence_partition(Oid relid, int partition, SwPartitionHold *hold);
+extern TimestampTz sw_commit_fence_node(Oid relid, int npartitions, SwPartitionHold *holds);
 extern Snapshot sw_commit_fence(Oid relid, int npartitions, SwPartitionHold *holds,
 								TimestampTz *clock);
 
