@@ -1,15 +1,30 @@
 /*-------------------------------------------------------------------------
  * citus.c
- *	  Owns streamwm's awareness of Citus (DESIGN.md, "Citus"): which tables
- *	  Citus manages, and the refusal, with a clear error where the user
- *	  acts, of everything streamwm does not support on them.
+ *	  Owns streamwm on Citus (DESIGN.md, "Citus"): distributed streams, which
+ *	  tables Citus manages, and the refusal, with a clear error where the
+ *	  user acts, of everything streamwm does not support on them.
  *
- * A stream is a local table: its partition and offset are assigned by the
- * sw_ingest trigger, and a step reads each partition in offset order, joined
- * with local catalog tables (the late log, the commit log).  On a Citus
- * table the coordinator routes a row to a shard before any trigger runs,
- * the shard's trigger is not a stream's, and a step's statements cannot be
- * pushed down.  So, on a Citus coordinator (or worker):
+ * Distributed streams (create_stream(..., distributed => true), on the
+ * coordinator):
+ *
+ *	 - _distribute: the stream is distributed by sw_partition, with a shard
+ *	   count that spreads the partitions evenly over the workers
+ *	   (spread_shard_count), and its commit log <stream>_sw_log co-located
+ *	   with it; <stream>_sw_rows, local to the coordinator, is the copy of
+ *	   the rows steps read;
+ *	 - _pick_partition: sw_partition's DEFAULT, evaluated where the row is
+ *	   written, before Citus routes it: the session's claimed partition;
+ *	 - on the node that holds a partition, the shard's sw_ingest trigger
+ *	   (ingest.c) and the commit (commit_order.c) order the rows there and
+ *	   write the commit log's co-located shard (sw_citus_log_shard);
+ *	 - a step (process.c) fences each node and copies what arrived before
+ *	   the earliest node clock into the local commit log and rows table
+ *	   (sw_citus_read_arrivals, _dist_fence, _dist_newest), prunes the
+ *	   distributed log after it (sw_citus_prune_log), and retention deletes
+ *	   on the shards what it deleted from the copy (sw_citus_forget_rows).
+ *
+ * Everything else that would make a stream or a result table a Citus table
+ * is refused:
  *
  *	 - create_distributed_table(), create_distributed_table_concurrently(),
  *	   create_reference_table() and citus_add_local_table_to_metadata() of a
@@ -17,8 +32,9 @@
  *	   the table by a constant (the post-parse-analyze hook below: Citus runs
  *	   them as functions, not as utility commands, so no DDL hook sees them);
  *	 - create_query (and the other create functions, alter_query) refuse a
- *	   stream or a result table that Citus manages, and a query that reads a
- *	   distributed table (streamwm_query_stream, register_query);
+ *	   stream Citus manages that create_stream did not distribute, a result
+ *	   table that Citus manages, and a query that reads a distributed table
+ *	   (streamwm_query_stream, register_query);
  *	 - should a stream have become a Citus table anyway (a call with a
  *	   computed argument), INSERT and COPY into it on the coordinator, its
  *	   steps, and the sw_ingest trigger on its shards all refuse with the
@@ -26,9 +42,10 @@
  *
  * Local streams on a Citus coordinator work exactly as without Citus.  All
  * lookups go to Citus's metadata tables by name in pg_catalog
- * (pg_dist_partition, pg_dist_shard), so this file needs neither Citus's
+ * (pg_dist_partition, pg_dist_shard, pg_dist_placement, pg_dist_node) and
+ * Citus's functions are called by name, so this file needs neither Citus's
  * headers nor Citus installed: without them every test answers "not a
- * Citus table" after one syscache lookup.
+ * Citus table" after one syscache lookup, and distributed => true fails.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

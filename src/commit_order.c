@@ -47,8 +47,17 @@
  * after the step's clock: processing in arrival order never meets a row
  * that arrived before something it has already processed.
  *
- * A transaction that wrote into a stream cannot be prepared (PREPARE
- * TRANSACTION): it would keep the commit locks until COMMIT PREPARED.
+ * A transaction that wrote into a (local) stream cannot be prepared
+ * (PREPARE TRANSACTION): it would keep the commit locks until COMMIT
+ * PREPARED.
+ *
+ * On a Citus worker (distributed streams, citus.c) the same happens in the
+ * transaction Citus opened there: the locks are this node's, the entry goes
+ * to the commit log's shard on this node, and Citus's two-phase commit
+ * orders the rows at PREPARE (holding the locks until COMMIT PREPARED; a
+ * PREPARE waits only briefly for them).  Offsets come from this node's
+ * range of the sequence; after a shard move they may lie below the
+ * partition's committed ones, see sw_shard_offset() and renumber().
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -38,6 +38,12 @@
  * the row itself: nobody's search_path at insert time re-resolves a name.
  * The prepared expressions are cached per backend and per stream, and
  * dropped on relcache invalidation of the stream table.
+ *
+ * On a Citus worker the trigger fires on the shard of a distributed
+ * stream (citus.c): the row comes with its partition (chosen before
+ * routing), the offset comes from this node's range of the stream's
+ * sequence (sw_shard_offset, commit_order.c), and the commit writes the
+ * commit log's co-located shard.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
