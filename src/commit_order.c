@@ -161,6 +161,9 @@ set_tag(LOCKTAG *tag, Oid relid, uint32 field3, uint16 class)
 /* order_commit() runs at PREPARE (Citus's two-phase commit), not at COMMIT */
 static bool preparing = false;
 
+/* how long a distributed step's fence waits for committers on a node (ms) */
+#define SW_FENCE_WAIT_MS 2000
+
 /* how long a PREPARE waits for a commit lock before giving up (ms) */
 #define SW_PREPARE_LOCK_WAIT_MS 500
 
@@ -1084,9 +1087,34 @@ sw_commit_fence_node(Oid relid, int npartitions, SwPartitionHold *holds)
 {
 	LOCKTAG		tag;
 	TimestampTz clock;
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   SW_FENCE_WAIT_MS);
 
 	set_tag(&tag, relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS);
-	(void) LockAcquire(&tag, ShareLock, false, false);
+
+	/*
+	 * A committer holds the gate for the time of its commit record; a
+	 * prepared transaction holds it until COMMIT PREPARED, and one left
+	 * behind (a coordinator that died between the phases, a PREPARE
+	 * TRANSACTION nobody finishes) until Citus's recovery or someone
+	 * resolves it.  The step does not hang meanwhile: it fails, and the
+	 * worker retries it (W cannot pass those rows anyway).
+	 */
+	while (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+	{
+		if (GetCurrentTimestamp() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("stream %s is being committed into on this node for more than %d ms",
+							sw_relation_name(relid), SW_FENCE_WAIT_MS),
+					 errdetail("A prepared transaction that wrote into it holds its commit lock until "
+							   "COMMIT PREPARED."),
+					 errhint("See pg_prepared_xacts on this node: Citus's recovery "
+							 "(citus.recover_2pc_interval) resolves its own; COMMIT PREPARED or "
+							 "ROLLBACK PREPARED any other.")));
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(1000L);
+	}
 	clock = GetCurrentTimestamp();
 	sw_partition_holders(relid, npartitions, holds);
 	(void) LockRelease(&tag, ShareLock, false);
