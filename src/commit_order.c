@@ -161,10 +161,13 @@ set_tag(LOCKTAG *tag, Oid relid, uint32 field3, uint16 class)
 /* order_commit() runs at PREPARE (Citus's two-phase commit), not at COMMIT */
 static bool preparing = false;
 
+/* order_commit() runs on a Citus node (a distributed stream's shards) */
+static bool on_citus_node = false;
+
 /* how long a distributed step's fence waits for committers on a node (ms) */
 #define SW_FENCE_WAIT_MS 2000
 
-/* how long a PREPARE waits for a commit lock before giving up (ms) */
+/* how long a commit on a Citus node waits for a commit lock before giving up (ms) */
 #define SW_PREPARE_LOCK_WAIT_MS 500
 
 /* Take a lock that lasts until the top-level transaction ends. */
@@ -179,16 +182,18 @@ lock_for_transaction(Oid relid, uint32 field3, uint16 class, LOCKMODE mode)
 	PG_TRY();
 	{
 		/*
-		 * A prepared transaction keeps its commit locks until COMMIT
-		 * PREPARED, which its coordinator sends once every node is
-		 * prepared.  Two transactions that each prepared on one node and
-		 * wait for the other's lock on the other node would wait for each
-		 * other across nodes, until Citus's distributed deadlock detection
-		 * cancels one.  So a PREPARE waits only a little for a commit lock
-		 * another transaction holds (a commit record takes far less), then
-		 * fails with a serialization failure the client can retry.
+		 * On a Citus node a prepared transaction keeps its commit locks
+		 * until COMMIT PREPARED, which its coordinator sends once every
+		 * node is prepared.  Two transactions that each prepared on one
+		 * node and wait for the other's lock on the other node would wait
+		 * for each other across nodes, until Citus's distributed deadlock
+		 * detection cancels one; and one left unfinished would hold every
+		 * committer into its partitions.  So a commit there waits only a
+		 * little for a commit lock another transaction holds (a commit
+		 * record takes far less), then fails with a serialization failure
+		 * the client can retry.
 		 */
-		if (preparing && mode == ExclusiveLock)
+		if (on_citus_node && mode == ExclusiveLock)
 		{
 			TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 															   SW_PREPARE_LOCK_WAIT_MS);
@@ -198,10 +203,12 @@ lock_for_transaction(Oid relid, uint32 field3, uint16 class, LOCKMODE mode)
 				if (GetCurrentTimestamp() >= deadline)
 					ereport(ERROR,
 							(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-							 errmsg("could not prepare the rows written into stream %s",
-									sw_relation_name(relid)),
-							 errdetail("Another transaction that is being committed in two phases "
-									   "holds the commit lock of one of its partitions on this node."),
+							 errmsg("could not %s the rows written into stream %s",
+									preparing ? "prepare" : "commit", sw_relation_name(relid)),
+							 errdetail("Another transaction has held the commit lock of one of its "
+									   "partitions on this node for more than %d ms: one being "
+									   "committed in two phases, or a prepared transaction not "
+									   "finished (pg_prepared_xacts).", SW_PREPARE_LOCK_WAIT_MS),
 							 errhint("Retry the transaction. A transaction that writes the "
 									 "partitions of one node only commits without two-phase commit.")));
 				CHECK_FOR_INTERRUPTS();
@@ -776,6 +783,7 @@ order_commit(void)
 	for (int i = 0; i < nwrites; i++)
 		if (OidIsValid(writes[i].log))
 			distributed = true;
+	on_citus_node = distributed;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -862,6 +870,7 @@ order_commit(void)
 	PopActiveSnapshot();
 	SPI_finish();
 	ordering = false;
+	on_citus_node = false;
 }
 
 static void
@@ -904,6 +913,7 @@ commit_order_xact_callback(XactEvent event, void *arg)
 			last_write = -1;
 			ordering = false;
 			preparing = false;
+			on_citus_node = false;
 			sw_renumbering = InvalidOid;
 			break;
 		default:

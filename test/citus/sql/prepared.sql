@@ -2,7 +2,8 @@
 -- stream and is not finished (as a coordinator that died between the two
 -- phases leaves one) holds the partition's commit lock on its node: a step
 -- does not hang on it, it fails after a short wait, changing nothing, and
--- reads the rows once the transaction is committed.
+-- reads the rows once the transaction is committed; a writer into that
+-- partition fails after a short wait, it does not hang.
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
 SET client_min_messages = warning;
@@ -26,6 +27,12 @@ SET client_min_messages = warning;
 SELECT streamwm.process('pp');
 \set VERBOSITY default
 SELECT events FROM streamwm.streams WHERE stream = 'pp'::regclass;
+-- a writer into that partition does not hang either: it fails, retryable
+\set VERBOSITY terse
+INSERT INTO pp (k, sw_partition) VALUES (4, 1);
+\set VERBOSITY default
+-- the other partition takes rows as usual
+INSERT INTO pp (k, sw_partition) VALUES (5, 0);
 \connect - - - :holder
 COMMIT PREPARED 'streamwm_stray';
 \connect - - - :coordinator

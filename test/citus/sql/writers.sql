@@ -38,7 +38,7 @@ BEGIN
     END LOOP;
 END $$;
 SELECT count(*) FILTER (WHERE ok) > 0 AS some_committed,
-       bool_and(ok OR result ~ 'could not prepare the rows written into stream|deadlock')
+       bool_and(ok OR result ~ 'could not (prepare|commit) the rows written into stream|deadlock')
            AS failures_are_conflicts
   FROM cw_attempts;
 -- 3. the partition left to the default, on each worker
