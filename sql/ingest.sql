@@ -100,6 +100,9 @@ SELECT streamwm.create_stream('bad4', 'x int', watermark_delay => '-1 s');
 SELECT streamwm.create_stream('bad5', 'x int', idle_timeout => '0');
 SELECT streamwm.create_stream('bad6', 'x int, sw_mine int');
 SELECT streamwm.create_stream('bad7', 'x int', partition_key => 'y');
+-- a distributed stream needs Citus (test/citus has the rest): nothing is created
+SELECT streamwm.create_stream('bad_dist', 'x int', distributed => true);
+SELECT to_regclass('bad_dist');
 SELECT streamwm.create_stream('bad8', 'x int', watermark_delay => '1 month');
 SELECT count(*) FROM pg_class WHERE relname LIKE 'bad%';
 

@@ -49,7 +49,10 @@ CREATE TABLE streamwm.stream_def (
     purged_rows     bigint NOT NULL DEFAULT 0, -- unread rows a DELETE or TRUNCATE removed
     step_started    timestamptz,        -- a worker's step began (committed first), until it ends
     step_crashes    int NOT NULL DEFAULT 0, -- workers that ended inside this stream's step in a row
-    allowed_lateness interval NOT NULL DEFAULT '0' -- events down to W - this are accepted (SPEC section 10)
+    allowed_lateness interval NOT NULL DEFAULT '0', -- events down to W - this are accepted (SPEC section 10)
+    rows_table      regclass,           -- a distributed stream (Citus): the coordinator's copy of
+                                        -- the rows steps read, which windows are computed from
+    log_table       regclass            -- a distributed stream: its commit log, distributed with it
 );
 
 CREATE TABLE streamwm.partition_state (
@@ -310,6 +313,24 @@ CREATE FUNCTION streamwm.process(stream regclass DEFAULT NULL, now timestamptz D
 -- Statement-level helpers of the API, in C (catalog.c, query.c): each checks
 -- the caller's rights itself; those that write the catalog then act as the
 -- catalog's owner.
+-- Distributed streams on a Citus coordinator (src/citus.c): create_stream's
+-- checks, the distribution of the stream and its commit log, the partition
+-- a row goes to when it gives none (sw_partition's DEFAULT, evaluated on
+-- the coordinator before Citus routes the row), and the fence a step
+-- passes on each node that holds a partition.
+CREATE FUNCTION streamwm_internal._check_distributed(partition_key text)
+    RETURNS void AS 'MODULE_PATHNAME', 'streamwm_check_distributed' LANGUAGE C;
+CREATE FUNCTION streamwm_internal._distribute(stream regclass, rows_table regclass, log_table regclass)
+    RETURNS void AS 'MODULE_PATHNAME', 'streamwm_distribute' LANGUAGE C STRICT;
+CREATE FUNCTION streamwm_internal._pick_partition(stream text)
+    RETURNS int AS 'MODULE_PATHNAME', 'streamwm_pick_partition' LANGUAGE C VOLATILE STRICT;
+CREATE FUNCTION streamwm_internal._dist_fence(stream text, partitions int[])
+    RETURNS timestamptz[] AS 'MODULE_PATHNAME', 'streamwm_dist_fence' LANGUAGE C VOLATILE STRICT;
+REVOKE ALL ON FUNCTION streamwm_internal._dist_fence(text, int[]) FROM PUBLIC;
+CREATE FUNCTION streamwm_internal._dist_newest(log text, partitions int[])
+    RETURNS bigint[] AS 'MODULE_PATHNAME', 'streamwm_dist_newest' LANGUAGE C VOLATILE STRICT;
+REVOKE ALL ON FUNCTION streamwm_internal._dist_newest(text, int[]) FROM PUBLIC;
+
 CREATE FUNCTION streamwm_internal._register_stream(stream regclass, partitions int,
     watermark_delay interval, event_time text, partition_key text,
     granularity interval, idle_timeout interval, retention interval,
@@ -433,7 +454,8 @@ CREATE FUNCTION streamwm.create_stream(
     idle_timeout          interval DEFAULT '5 seconds',
     retention             interval DEFAULT '1 day',
     max_future_skew       interval DEFAULT '1 day',
-    allowed_lateness      interval DEFAULT '0')
+    allowed_lateness      interval DEFAULT '0',
+    distributed           boolean  DEFAULT false)
 RETURNS regclass
 AS 'MODULE_PATHNAME', 'streamwm_api_call' LANGUAGE C;
 
@@ -450,12 +472,13 @@ CREATE FUNCTION streamwm_internal.create_stream(
     idle_timeout          interval,
     retention             interval,
     max_future_skew       interval,
-    allowed_lateness      interval)
+    allowed_lateness      interval,
+    distributed           boolean)
 RETURNS regclass
 LANGUAGE sql AS $$
 SELECT streamwm_internal._set_allowed_lateness(
            streamwm_internal._create_stream($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-                                   pg_catalog.current_setting('search_path')),
+                                   pg_catalog.current_setting('search_path'), coalesce($12, false)),
            $11)
 $$;
 
@@ -470,7 +493,8 @@ CREATE FUNCTION streamwm_internal._create_stream(
     idle_timeout          interval,
     retention             interval,
     max_future_skew       interval,
-    user_path             text)
+    user_path             text,
+    distributed           boolean)
 RETURNS regclass
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -481,7 +505,14 @@ DECLARE
     col     record;
     i       int;
     ddl     text;
+    log_name  text;
+    rows_name text;
 BEGIN
+    -- A distributed stream (DESIGN.md, "Citus"): Citus must be there, and
+    -- this must be its coordinator.
+    IF distributed THEN
+        PERFORM streamwm_internal._check_distributed(partition_key);
+    END IF;
     IF name IS NULL OR columns IS NULL THEN
         RAISE EXCEPTION 'stream name and columns must not be NULL'
             USING ERRCODE = 'null_value_not_allowed';
@@ -544,14 +575,47 @@ BEGIN
     -- disorder is bounded: a BRIN index, not a btree every row must enter.
     EXECUTE format('CREATE INDEX ON %s USING brin (sw_event_time) '
                    'WITH (pages_per_range = 32, autosummarize = on)', rel);
-    ddl := format(E'CREATE TRIGGER sw_ingest BEFORE INSERT ON %s FOR EACH ROW\nWHEN (\n%s\n)\n'
-                  'EXECUTE FUNCTION streamwm_internal._stream_insert(%L)',
-                  rel, when_clause, partitions);
+    IF distributed THEN
+        -- its commit log, distributed with it: the shards' commits write it
+        -- where each partition lives (src/commit_order.c)
+        log_name := streamwm_internal._sibling_table(rel, '_sw_log');
+        EXECUTE format('CREATE TABLE %s (partition int NOT NULL, lo bigint NOT NULL, '
+                       'hi bigint NOT NULL, arrival timestamptz NOT NULL, '
+                       'held_from timestamptz NOT NULL, PRIMARY KEY (partition, hi))', log_name);
+        ddl := format(E'CREATE TRIGGER sw_ingest BEFORE INSERT ON %s FOR EACH ROW\nWHEN (\n%s\n)\n'
+                      'EXECUTE FUNCTION streamwm_internal._stream_insert(%L, %L)',
+                      rel, when_clause, partitions, log_name);
+    ELSE
+        ddl := format(E'CREATE TRIGGER sw_ingest BEFORE INSERT ON %s FOR EACH ROW\nWHEN (\n%s\n)\n'
+                      'EXECUTE FUNCTION streamwm_internal._stream_insert(%L)',
+                      rel, when_clause, partitions);
+    END IF;
     PERFORM pg_catalog.set_config('search_path', user_path, true);
     EXECUTE ddl;
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     EXECUTE format('CREATE TRIGGER sw_no_update BEFORE UPDATE ON %s FOR EACH STATEMENT '
                    'EXECUTE FUNCTION streamwm_internal._stream_no_update()', rel);
+    IF distributed THEN
+        -- The coordinator's copy of the rows steps read (src/citus.c): the
+        -- window statements read it as they read a local stream.
+        -- routed by partition, chosen on the coordinator before routing; the
+        -- default names the stream by text: Citus creates the table on the
+        -- other nodes with it, before the name means anything there
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN sw_partition SET DEFAULT '
+                       'streamwm_internal._pick_partition(%L::pg_catalog.text)', rel, rel::text);
+        rows_name := streamwm_internal._sibling_table(rel, '_sw_rows');
+        EXECUTE format('CREATE TABLE %s (LIKE %s)', rows_name, rel);
+        EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (sw_partition, sw_offset)', rows_name);
+        EXECUTE format('CREATE INDEX ON %s USING brin (sw_event_time) '
+                       'WITH (pages_per_range = 32, autosummarize = on)', rows_name);
+        PERFORM streamwm_internal._register_stream(rel, partitions, watermark_delay,
+                                          nullif(event_time, ''), nullif(partition_key, ''),
+                                          watermark_granularity, idle_timeout, retention,
+                                          max_future_skew);
+        PERFORM streamwm_internal._distribute(rel, rows_name::pg_catalog.regclass,
+                                              log_name::pg_catalog.regclass);
+        RETURN rel;
+    END IF;
     EXECUTE format('CREATE TRIGGER sw_truncate_start BEFORE TRUNCATE ON %s FOR EACH STATEMENT '
                    'EXECUTE FUNCTION streamwm_internal._stream_truncate()', rel);
     EXECUTE format('CREATE TRIGGER sw_truncate_check AFTER TRUNCATE ON %s FOR EACH STATEMENT '
@@ -573,10 +637,10 @@ END $$;
 CREATE FUNCTION streamwm_internal._check_create_table(ddl text) RETURNS void
     AS 'MODULE_PATHNAME', 'streamwm_check_create_table' LANGUAGE C STRICT;
 
--- A free name for a stream's offset sequence in the stream's schema:
--- <relname>_sw_offset_seq, the relation name shortened (by whole
+-- A free name for a relation that belongs to a stream, in the stream's
+-- schema: <relname><suffix>, the relation name shortened (by whole
 -- characters) to fit in 63 bytes, with a counter when that is taken.
-CREATE FUNCTION streamwm_internal._offset_sequence_name(rel regclass) RETURNS text
+CREATE FUNCTION streamwm_internal._sibling_table(rel regclass, sibling text) RETURNS text
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     nsp    oid;
@@ -587,7 +651,7 @@ DECLARE
 BEGIN
     SELECT c.relnamespace, c.relname INTO nsp, base FROM pg_class c WHERE c.oid = rel;
     LOOP
-        suffix := '_sw_offset_seq' || CASE WHEN n = 0 THEN '' ELSE n::text END;
+        suffix := sibling || CASE WHEN n = 0 THEN '' ELSE n::text END;
         name := base;
         WHILE octet_length(name || suffix) > 63 LOOP
             name := left(name, -1);
@@ -601,6 +665,13 @@ BEGIN
     RETURN format('%I.%I', (SELECT nspname FROM pg_namespace WHERE oid OPERATOR(pg_catalog.=) nsp), name);
 END $$;
 
+-- A free name for a stream's offset sequence in the stream's schema:
+-- <relname>_sw_offset_seq (as above).
+CREATE FUNCTION streamwm_internal._offset_sequence_name(rel regclass) RETURNS text
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+SELECT streamwm_internal._sibling_table(rel, '_sw_offset_seq')
+$$;
+
 CREATE FUNCTION streamwm.drop_stream(stream regclass, cascade boolean DEFAULT false)
 RETURNS void
 AS 'MODULE_PATHNAME', 'streamwm_api_call' LANGUAGE C;
@@ -610,13 +681,25 @@ AS 'MODULE_PATHNAME', 'streamwm_api_call' LANGUAGE C;
 CREATE FUNCTION streamwm_internal.drop_stream(stream regclass, cascade boolean)
 RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    rows_rel regclass;
+    log_rel  regclass;
 BEGIN
     IF stream IS NULL THEN
         RAISE EXCEPTION 'stream must not be NULL' USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    -- a distributed stream's commit log and the coordinator's copy of its rows
+    SELECT d.rows_table, d.log_table INTO rows_rel, log_rel
+      FROM streamwm.stream_def d WHERE d.stream OPERATOR(pg_catalog.=) drop_stream.stream;
     -- Locks the stream's catalog row first, as process() does, then the table.
     PERFORM streamwm_internal._unregister_stream(stream, coalesce(cascade, false));
     EXECUTE format('DROP TABLE %s', stream);
+    IF log_rel IS NOT NULL THEN
+        EXECUTE format('DROP TABLE IF EXISTS %s', log_rel);
+    END IF;
+    IF rows_rel IS NOT NULL THEN
+        EXECUTE format('DROP TABLE IF EXISTS %s', rows_rel);
+    END IF;
 END $$;
 
 /* ---------------------------------------------------------------------
@@ -675,8 +758,21 @@ LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     seq      regclass;
     start_at bigint := 0;
+    has_rows boolean;
 BEGIN
-    IF start_from = 'latest' THEN
+    IF start_from = 'latest' AND EXISTS (SELECT 1 FROM streamwm.stream_def d
+                                          WHERE d.stream OPERATOR(pg_catalog.=) _start_offset.stream
+                                            AND d.rows_table IS NOT NULL) THEN
+        -- a distributed stream's offsets come from each node's range of its
+        -- sequence: one offset cannot tell the rows written from now on
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', stream) INTO has_rows;
+        IF has_rows THEN
+            RAISE EXCEPTION 'start_from => ''latest'' is not supported on distributed stream % once it has rows', stream
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'Its offsets come from a range of its sequence on each node.',
+                      HINT = 'Use start_from => ''earliest'', or create the query before the first row.';
+        END IF;
+    ELSIF start_from = 'latest' THEN
         seq := (SELECT objid FROM pg_depend
                  WHERE refclassid = 'pg_class'::regclass AND refobjid = stream
                    AND classid = 'pg_class'::regclass AND deptype = 'a'
@@ -1494,8 +1590,8 @@ COMMENT ON SCHEMA streamwm_internal IS
 
 -- public API
 COMMENT ON FUNCTION streamwm.create_stream(text, text, int, interval, text, text, interval, interval,
-                                           interval, interval, interval) IS
-    'create a stream table named name with the given columns plus sw_partition, sw_offset, sw_write_time and sw_event_time, split into partitions; the other arguments set its watermark (watermark_delay, idle_timeout, watermark_granularity, max_future_skew, allowed_lateness), its event_time expression (NULL: write time), partition_key and retention; returns the table';
+                                           interval, interval, interval, boolean) IS
+    'create a stream table named name with the given columns plus sw_partition, sw_offset, sw_write_time and sw_event_time, split into partitions; the other arguments set its watermark (watermark_delay, idle_timeout, watermark_granularity, max_future_skew, allowed_lateness), its event_time expression (NULL: write time), partition_key and retention; distributed (on a Citus coordinator) distributes it by partition over the nodes; returns the table';
 COMMENT ON FUNCTION streamwm.drop_stream(regclass, boolean) IS
     'drop a stream table and everything streamwm keeps about it; refused while a query reads it or writes into it, unless cascade, which drops those queries too (their result tables are kept)';
 COMMENT ON FUNCTION streamwm.ingest(regclass, jsonb, int, timestamptz) IS
@@ -1557,7 +1653,7 @@ COMMENT ON FUNCTION streamwm_internal._create_query(text, text, interval, interv
 COMMENT ON FUNCTION streamwm_internal._create_session_query(text, text, interval, text, text, text) IS
     'internal: body of create_session_query, not for direct use';
 COMMENT ON FUNCTION streamwm_internal.create_stream(text, text, int, interval, text, text, interval, interval,
-                                                    interval, interval, interval) IS
+                                                    interval, interval, interval, boolean) IS
     'internal: implementation of streamwm.create_stream, not for direct use';
 COMMENT ON FUNCTION streamwm_internal.drop_stream(regclass, boolean) IS
     'internal: implementation of streamwm.drop_stream, not for direct use';
@@ -1573,7 +1669,7 @@ COMMENT ON FUNCTION streamwm_internal.drop_query(text, boolean) IS
 COMMENT ON FUNCTION streamwm_internal.alter_query(text, text) IS
     'internal: implementation of streamwm.alter_query, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._create_stream(text, text, int, interval, text, text, interval, interval,
-                                            interval, interval, text) IS
+                                            interval, interval, text, boolean) IS
     'internal: body of create_stream, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._earliest_closed_until(regclass, interval, interval, timestamptz) IS
     'internal: where a new ''earliest'' query starts (its first window whose rows are all retained), not for direct use';
@@ -1589,6 +1685,18 @@ COMMENT ON FUNCTION streamwm_internal._launch() IS
     'internal: starts this database''s background worker, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._offset_sequence_name(regclass) IS
     'internal: a free name for a stream''s offset sequence, not for direct use';
+COMMENT ON FUNCTION streamwm_internal._sibling_table(regclass, text) IS
+    'internal: a free name for a relation that belongs to a stream (its name and a suffix), not for direct use';
+COMMENT ON FUNCTION streamwm_internal._check_distributed(text) IS
+    'internal: create_stream''s checks of a distributed stream (Citus coordinator, no partition_key), not for direct use';
+COMMENT ON FUNCTION streamwm_internal._distribute(regclass, regclass, regclass) IS
+    'internal: distributes a new stream and its commit log with Citus and records them, not for direct use';
+COMMENT ON FUNCTION streamwm_internal._pick_partition(text) IS
+    'internal: the partition of a row of a distributed stream that gives none (sw_partition''s default), not for direct use';
+COMMENT ON FUNCTION streamwm_internal._dist_newest(text, int[]) IS
+    'internal: on a node that holds partitions of a distributed stream, the newest offset its commit log has for each of them there, not for direct use';
+COMMENT ON FUNCTION streamwm_internal._dist_fence(text, int[]) IS
+    'internal: a step''s fence on a node that holds partitions of a distributed stream (its clock, and since when an open writer holds each of them), not for direct use';
 COMMENT ON FUNCTION streamwm_internal._on_sql_drop() IS
     'internal: event trigger function removing the catalog rows of dropped stream tables, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._partial_sfunc(internal, oid) IS
@@ -1779,6 +1887,8 @@ COMMENT ON COLUMN streamwm.stream_def.purged_rows IS 'unprocessed rows removed b
 COMMENT ON COLUMN streamwm.stream_def.step_started IS 'a worker''s step of this stream began at this time and has not ended';
 COMMENT ON COLUMN streamwm.stream_def.step_crashes IS 'workers that ended inside this stream''s step in a row (the worker backs off on it)';
 COMMENT ON COLUMN streamwm.stream_def.allowed_lateness IS 'create_stream''s allowed_lateness';
+COMMENT ON COLUMN streamwm.stream_def.rows_table IS 'a distributed stream (Citus): the coordinator''s copy of the rows steps read, which its queries are computed from; NULL for a local stream';
+COMMENT ON COLUMN streamwm.stream_def.log_table IS 'a distributed stream (Citus): its commit log, a table distributed with it; NULL for a local stream';
 
 COMMENT ON TABLE streamwm.partition_state IS
     'streamwm catalog: what the watermark rule remembers of each partition (written only by streamwm; read streamwm.partitions)';

@@ -32,6 +32,7 @@
 #include "nodes/parsenodes.h"
 #include "parser/parse_relation.h"
 #include "parser/parser.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -103,6 +104,95 @@ sw_stream_partitions(Oid relid)
 	if (!found)
 		sw_not_a_stream(relid);
 	return n;
+}
+
+/*
+ * A distributed stream's relations (Citus, src/citus.c): the coordinator's
+ * copy of the rows steps read (*rows) and its commit log (*log).  False,
+ * with both InvalidOid, for a local stream or a relation that is no
+ * stream.  Read as the catalog's owner, in an SPI connection of its own.
+ */
+static struct
+{
+	LocalTransactionId lxid;	/* valid in this transaction only */
+	Oid			relid;
+	Oid			rows;
+	Oid			log;
+}			distributed_cache;
+
+/* Forget what sw_stream_distributed() read (a stream was just distributed). */
+void
+sw_stream_distributed_changed(void)
+{
+	distributed_cache.lxid = InvalidLocalTransactionId;
+}
+
+bool
+sw_stream_distributed(Oid relid, Oid *rows, Oid *log)
+{
+	SwRoleContext cx;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(relid)};
+	bool		isnull1 = true;
+	bool		isnull2 = true;
+	Oid			r = InvalidOid;
+	Oid			l = InvalidOid;
+
+	/* the SQL builders and a step ask often: once per transaction and stream */
+	if (distributed_cache.lxid == MyProc->lxid && distributed_cache.relid == relid &&
+		MyProc->lxid != InvalidLocalTransactionId)
+	{
+		if (rows)
+			*rows = distributed_cache.rows;
+		if (log)
+			*log = distributed_cache.log;
+		return OidIsValid(distributed_cache.rows);
+	}
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT rows_table, log_table FROM streamwm.stream_def WHERE stream = $1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		r = DatumGetObjectId(sw_spi_getdatum(0, 1, &isnull1));
+		l = DatumGetObjectId(sw_spi_getdatum(0, 2, &isnull2));
+	}
+	sw_leave_role(&cx);
+	SPI_finish();
+	if (isnull1 || isnull2)
+		r = l = InvalidOid;
+	distributed_cache.lxid = MyProc->lxid;
+	distributed_cache.relid = relid;
+	distributed_cache.rows = r;
+	distributed_cache.log = l;
+	if (rows)
+		*rows = r;
+	if (log)
+		*log = l;
+	return OidIsValid(r);
+}
+
+/*
+ * The relation a stream's rows are read from by the window statements,
+ * retention and the views: the stream itself, or for a distributed stream
+ * the coordinator's copy of the rows steps read (src/citus.c).
+ */
+Oid
+sw_stream_rows(Oid relid)
+{
+	Oid			rows;
+
+	if (sw_stream_distributed(relid, &rows, NULL))
+		return rows;
+	return relid;
+}
+
+/* sw_stream_rows() by name: schema-qualified and quoted. */
+char *
+sw_stream_rows_name(Oid relid)
+{
+	return sw_relation_name(sw_stream_rows(relid));
 }
 
 /* The schema-qualified, quoted name of a relation. */
@@ -683,6 +773,7 @@ streamwm_unregister_stream(PG_FUNCTION_ARGS)
 				1, types, values, NULL, SPI_OK_DELETE);
 	sw_spi_exec("DELETE FROM streamwm.stream_def WHERE stream = $1",
 				1, types, values, NULL, SPI_OK_DELETE);
+	sw_stream_distributed_changed();
 	sw_leave_role(&cx);
 	SPI_finish();
 	PG_RETURN_VOID();

@@ -67,6 +67,10 @@ extern void *sw_try_as_role(Oid role, void *(*fn) (void *arg), void *arg,
 extern Oid	sw_relation_owner(Oid relid);
 extern int	sw_stream_partitions(Oid relid);
 extern char *sw_relation_name(Oid relid);
+extern bool sw_stream_distributed(Oid relid, Oid *rows, Oid *log);
+extern void sw_stream_distributed_changed(void);
+extern Oid	sw_stream_rows(Oid relid);
+extern char *sw_stream_rows_name(Oid relid);
 extern void sw_spi_exec(const char *sql, int nargs, Oid *types, Datum *values,
 						const char *nulls, int expected);
 extern Datum sw_spi_getdatum(int row, int col, bool *isnull);

@@ -1,15 +1,30 @@
 /*-------------------------------------------------------------------------
  * citus.c
- *	  Owns streamwm's awareness of Citus (DESIGN.md, "Citus"): which tables
- *	  Citus manages, and the refusal, with a clear error where the user
- *	  acts, of everything streamwm does not support on them.
+ *	  Owns streamwm on Citus (DESIGN.md, "Citus"): distributed streams, which
+ *	  tables Citus manages, and the refusal, with a clear error where the
+ *	  user acts, of everything streamwm does not support on them.
  *
- * A stream is a local table: its partition and offset are assigned by the
- * sw_ingest trigger, and a step reads each partition in offset order, joined
- * with local catalog tables (the late log, the commit log).  On a Citus
- * table the coordinator routes a row to a shard before any trigger runs,
- * the shard's trigger is not a stream's, and a step's statements cannot be
- * pushed down.  So, on a Citus coordinator (or worker):
+ * Distributed streams (create_stream(..., distributed => true), on the
+ * coordinator):
+ *
+ *	 - _distribute: the stream is distributed by sw_partition, with a shard
+ *	   count that spreads the partitions evenly over the workers
+ *	   (spread_shard_count), and its commit log <stream>_sw_log co-located
+ *	   with it; <stream>_sw_rows, local to the coordinator, is the copy of
+ *	   the rows steps read;
+ *	 - _pick_partition: sw_partition's DEFAULT, evaluated where the row is
+ *	   written, before Citus routes it: the session's claimed partition;
+ *	 - on the node that holds a partition, the shard's sw_ingest trigger
+ *	   (ingest.c) and the commit (commit_order.c) order the rows there and
+ *	   write the commit log's co-located shard (sw_citus_log_shard);
+ *	 - a step (process.c) fences each node and copies what arrived before
+ *	   the earliest node clock into the local commit log and rows table
+ *	   (sw_citus_read_arrivals, _dist_fence, _dist_newest), prunes the
+ *	   distributed log after it (sw_citus_prune_log), and retention deletes
+ *	   on the shards what it deleted from the copy (sw_citus_forget_rows).
+ *
+ * Everything else that would make a stream or a result table a Citus table
+ * is refused:
  *
  *	 - create_distributed_table(), create_distributed_table_concurrently(),
  *	   create_reference_table() and citus_add_local_table_to_metadata() of a
@@ -17,8 +32,9 @@
  *	   the table by a constant (the post-parse-analyze hook below: Citus runs
  *	   them as functions, not as utility commands, so no DDL hook sees them);
  *	 - create_query (and the other create functions, alter_query) refuse a
- *	   stream or a result table that Citus manages, and a query that reads a
- *	   distributed table (streamwm_query_stream, register_query);
+ *	   stream Citus manages that create_stream did not distribute, a result
+ *	   table that Citus manages, and a query that reads a distributed table
+ *	   (streamwm_query_stream, register_query);
  *	 - should a stream have become a Citus table anyway (a call with a
  *	   computed argument), INSERT and COPY into it on the coordinator, its
  *	   steps, and the sw_ingest trigger on its shards all refuse with the
@@ -26,9 +42,10 @@
  *
  * Local streams on a Citus coordinator work exactly as without Citus.  All
  * lookups go to Citus's metadata tables by name in pg_catalog
- * (pg_dist_partition, pg_dist_shard), so this file needs neither Citus's
+ * (pg_dist_partition, pg_dist_shard, pg_dist_placement, pg_dist_node) and
+ * Citus's functions are called by name, so this file needs neither Citus's
  * headers nor Citus installed: without them every test answers "not a
- * Citus table" after one syscache lookup.
+ * Citus table" after one syscache lookup, and distributed => true fails.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -38,6 +55,16 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/xact.h"
+#include "common/hashfn.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/guc.h"
+#include "utils/rel.h"
+#include "utils/reltrigger.h"
+#include "utils/timestamp.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
@@ -48,6 +75,7 @@
 #include "parser/parsetree.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
+#include "utils/regproc.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -55,6 +83,15 @@
 
 #include "catalog.h"
 #include "citus.h"
+#include "commit_order.h"
+#include "limit.h"
+#include "watermark.h"
+
+PG_FUNCTION_INFO_V1(streamwm_check_distributed);
+PG_FUNCTION_INFO_V1(streamwm_distribute);
+PG_FUNCTION_INFO_V1(streamwm_pick_partition);
+PG_FUNCTION_INFO_V1(streamwm_dist_fence);
+PG_FUNCTION_INFO_V1(streamwm_dist_newest);
 
 static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
 
@@ -68,8 +105,8 @@ static const char *const distributing_functions[] = {
 };
 
 #define SW_CITUS_HINT \
-	"Keep streams and result tables local on the coordinator: streamwm works there as without Citus, " \
-	"and a query may join them with reference tables. Distributed streams are not supported yet."
+	"A stream is distributed by streamwm.create_stream(..., distributed => true); result tables " \
+	"stay local on the coordinator, and a query may join reference tables."
 
 /* A Citus metadata table in pg_catalog, or InvalidOid (Citus not installed). */
 static Oid
@@ -202,13 +239,18 @@ sw_citus_refuse_stream(Oid stream)
 
 	if (kind == NULL)
 		return;
+	/* made by create_stream(..., distributed => true): supported */
+	if (strcmp(kind, "distributed table") == 0 && sw_stream_distributed(stream, NULL, NULL))
+		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("stream %s is a Citus %s", sw_relation_name(stream), kind),
 			 errdetail("streamwm assigns a row's partition and offset in a trigger and reads each "
 					   "partition in offset order on this node; Citus routes a row to a shard "
 					   "before any trigger runs, and a step's statements cannot run on shards."),
-			 errhint("Drop it with streamwm.drop_stream() and create it again as a local stream (undistribute_table() would make a new table, no longer a stream). " SW_CITUS_HINT)));
+			 errhint("Drop it with streamwm.drop_stream() and create it again, as a local stream or with "
+					 "streamwm.create_stream(..., distributed => true) (undistribute_table() would make a new "
+					 "table, no longer a stream).")));
 }
 
 /*
@@ -416,6 +458,793 @@ sw_citus_utility(PlannedStmt *pstmt)
 		if (sw_citus_table_kind(relid) != NULL &&
 			streamwm_table_role(relid, &is_stream, &qname) && is_stream)
 			sw_citus_refuse_stream(relid);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Distributed streams (DESIGN.md, "Citus: distributed streams")
+ * ---------------------------------------------------------------------
+ */
+
+/* Is Citus installed in this database, and is this node its coordinator? */
+static bool
+citus_coordinator(void)
+{
+	bool		coordinator = false;
+	int			save_nestlevel;
+
+	if (!OidIsValid(get_extension_oid("citus", true)) ||
+		!OidIsValid(citus_catalog("pg_dist_local_group")))
+		return false;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	save_nestlevel = sw_enter_safe_path();
+	if (SPI_execute("SELECT groupid FROM pg_catalog.pg_dist_local_group", true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		coordinator = !isnull && DatumGetInt32(d) == 0;
+	}
+	sw_leave_safe_path(save_nestlevel);
+	SPI_finish();
+	return coordinator;
+}
+
+/*
+ * streamwm_internal._check_distributed(partition_key text): what
+ * create_stream(..., distributed => true) needs before it makes anything.
+ */
+Datum
+streamwm_check_distributed(PG_FUNCTION_ARGS)
+{
+	if (!OidIsValid(get_extension_oid("citus", true)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a distributed stream needs Citus"),
+				 errdetail("The Citus extension is not installed in this database."),
+				 errhint("Install Citus on every node, CREATE EXTENSION citus and streamwm there, "
+						 "and create the stream on the coordinator; or create it with distributed => false.")));
+	if (!citus_coordinator())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a distributed stream must be created on the Citus coordinator"),
+				 errhint("Connect to the coordinator (the node with group id 0).")));
+	if (!PG_ARGISNULL(0) && VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a distributed stream cannot have a partition_key yet"),
+				 errdetail("Citus routes a row by its partition before the row reaches the node that "
+						   "would compute the key's hash."),
+				 errhint("Give sw_partition (or ingest()'s partition) yourself, or leave it to the "
+						 "per-session choice.")));
+	PG_RETURN_VOID();
+}
+
+/*
+ * How many shards a stream of np partitions gets.  Citus hashes
+ * sw_partition (hashint4) into shard_count equal ranges of the 32-bit hash
+ * space and places shard i on worker i mod (number of workers), in node
+ * order: with shard_count = np, partitions can share a shard and pile up on
+ * one node (4 partitions over 2 workers came out 3 and 1).  So the smallest
+ * shard count from np up to 8 np (at most np + 512) is taken with which the
+ * workers get partition counts that differ by at most one, every partition
+ * in a shard of its own if one such count does that too (up to 64
+ * partitions); else np.  (The placement
+ * rule is Citus's at the time of writing; test/citus checks the spread.)
+ */
+static int
+spread_shard_count(int np)
+{
+	int			workers = 0;
+	int			balanced = 0;
+	int			nestlevel;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	nestlevel = sw_enter_safe_path();
+	if (SPI_execute("SELECT count(DISTINCT groupid)::int4 FROM pg_catalog.pg_dist_node"
+					" WHERE shouldhaveshards AND isactive AND noderole = 'primary'",
+					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		bool		isnull;
+
+		workers = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+											  1, &isnull));
+	}
+	sw_leave_safe_path(nestlevel);
+	SPI_finish();
+	if (workers < 2)
+		return np;
+	for (int count = np; count <= Min(8 * np, np + 512); count++)
+	{
+		int64		increment = INT64CONST(4294967296) / count;
+		int		   *per_node = palloc0(workers * sizeof(int));
+		bool	   *used = palloc0(count * sizeof(bool));
+		bool		distinct = true;
+		int			lo = INT_MAX;
+		int			hi = 0;
+
+		for (int p = 0; p < np; p++)
+		{
+			int32		h = DatumGetInt32(DirectFunctionCall1(hashint4, Int32GetDatum(p)));
+			int64		shard = ((int64) h - PG_INT32_MIN) / increment;
+
+			if (shard >= count)
+				shard = count - 1;
+			if (used[shard])
+				distinct = false;
+			used[shard] = true;
+			per_node[shard % workers]++;
+		}
+		for (int w = 0; w < workers; w++)
+		{
+			lo = Min(lo, per_node[w]);
+			hi = Max(hi, per_node[w]);
+		}
+		pfree(per_node);
+		pfree(used);
+		if (hi - lo <= 1)
+		{
+			/* a shard of its own each: worth a few empty shards, not thousands */
+			if (distinct || np > 64)
+				return count;
+			if (balanced == 0)
+				balanced = count;
+		}
+	}
+	return balanced > 0 ? balanced : np;
+}
+
+/*
+ * streamwm_internal._distribute(stream, rows_table, log_table): the last
+ * step of create_stream(..., distributed => true).  Distributes the stream
+ * on sw_partition (Citus hashes the partition to a shard: a partition is
+ * never split; spread_shard_count() picks how many shards), and
+ * its commit log co-located with it, so that each partition's log entries
+ * live, and move, with its rows; records both in stream_def.  Citus
+ * refuses tables with triggers unless citus.enable_unsafe_triggers: the
+ * sw_ingest trigger must run on the shards, so it is on for these calls.
+ */
+Datum
+streamwm_distribute(PG_FUNCTION_ARGS)
+{
+	Oid			stream = PG_GETARG_OID(0);
+	Oid			rows = PG_GETARG_OID(1);
+	Oid			log = PG_GETARG_OID(2);
+	Oid			types[3] = {REGCLASSOID, INT4OID, TEXTOID};
+	Datum		values[3];
+	int			nestlevel;
+	SwRoleContext cx;
+	int			np;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	(void) sw_check_stream_manager(stream, true);
+	if (sw_relation_owner(rows) != sw_relation_owner(stream) ||
+		sw_relation_owner(log) != sw_relation_owner(stream))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("the tables of a distributed stream must have the stream's owner")));
+	if (!sw_lookup_stream(stream, false, NULL, &np))
+		sw_not_a_stream(stream);
+
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", SW_SAFE_SEARCH_PATH, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("citus.enable_unsafe_triggers", "on", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	/*
+	 * One connection per node: in parallel, Citus would open one per shard
+	 * (up to its pool size) and prepare each at commit, which can exceed a
+	 * node's max_prepared_transactions for a stream of many partitions.
+	 */
+	(void) set_config_option("citus.multi_shard_modify_mode", "sequential", PGC_USERSET,
+							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	values[0] = ObjectIdGetDatum(stream);
+	values[1] = Int32GetDatum(spread_shard_count(np));
+	sw_spi_exec("SELECT pg_catalog.create_distributed_table($1, 'sw_partition',"
+				" shard_count => $2, colocate_with => 'none')",
+				2, types, values, NULL, SPI_OK_SELECT);
+	values[0] = ObjectIdGetDatum(log);
+	values[2] = CStringGetTextDatum(sw_relation_name(stream));
+	types[1] = TEXTOID;
+	values[1] = values[2];
+	sw_spi_exec("SELECT pg_catalog.create_distributed_table($1, 'partition', colocate_with => $2)",
+				2, types, values, NULL, SPI_OK_SELECT);
+	AtEOXact_GUC(true, nestlevel);
+
+	sw_enter_catalog(&cx);
+	types[1] = REGCLASSOID;
+	types[2] = REGCLASSOID;
+	values[0] = ObjectIdGetDatum(stream);
+	values[1] = ObjectIdGetDatum(rows);
+	values[2] = ObjectIdGetDatum(log);
+	sw_spi_exec("UPDATE streamwm.stream_def SET rows_table = $2, log_table = $3 WHERE stream = $1",
+				3, types, values, NULL, SPI_OK_UPDATE);
+	sw_stream_distributed_changed();
+	sw_leave_role(&cx);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/* A session's partition of a distributed stream, for rows that give none. */
+typedef struct PickedPartition
+{
+	Oid			relid;			/* hash key */
+	int			npartitions;
+	int			partition;
+	bool		claimed;
+} PickedPartition;
+
+static HTAB *picked = NULL;
+
+/*
+ * How many partitions the distributed stream relid has: its catalog row on
+ * the coordinator; on a worker (a row written through it), the first
+ * argument of the stream table's sw_ingest trigger, which Citus created
+ * there with the table.
+ */
+static int
+default_partitions(Oid relid)
+{
+	Relation	rel;
+	int			n = 0;
+
+	if (sw_catalog_is_stream(relid))
+		return sw_stream_partitions(relid);
+	rel = table_open(relid, AccessShareLock);
+	if (rel->trigdesc != NULL)
+		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
+		{
+			Trigger    *t = &rel->trigdesc->triggers[i];
+
+			if (strcmp(t->tgname, "sw_ingest") == 0 && t->tgnargs == 2 &&
+				get_func_namespace(t->tgfoid) == get_namespace_oid("streamwm_internal", false))
+				n = pg_strtoint32(t->tgargs[0]);
+		}
+	table_close(rel, AccessShareLock);
+	if (n < 1 || n > 4096)
+		sw_not_a_stream(relid);
+	return n;
+}
+
+/*
+ * streamwm_internal._pick_partition(stream text): sw_partition's
+ * DEFAULT on a distributed stream, evaluated on the coordinator before
+ * Citus routes the row: the per-session choice of ingest.c (a partition
+ * no other session claimed, kept while the claim holds).
+ */
+Datum
+streamwm_pick_partition(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	Oid			relid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)),
+										 NoLock, false);
+	PickedPartition *p;
+	bool		found;
+
+	if (picked == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(PickedPartition);
+		picked = hash_create("streamwm picked partitions", 16, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	p = hash_search(picked, &relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		p->npartitions = default_partitions(relid);
+		p->partition = -1;
+	}
+	if (p->partition >= 0 && p->claimed && !sw_partition_claimed(relid, p->partition))
+		p->partition = -1;
+	if (p->partition < 0)
+		p->partition = sw_pick_free_partition(relid, p->npartitions,
+											  (int) (hash_combine(murmurhash32((uint32) MyProcPid),
+																  murmurhash32(relid)) %
+													 (uint32) p->npartitions),
+											  &p->claimed);
+	PG_RETURN_INT32(p->partition);
+}
+
+/*
+ * streamwm_internal._dist_fence(stream text, partitions int[]) RETURNS
+ * timestamptz[]: run on a node that holds partitions of a distributed
+ * stream, in a step's transaction (sw_citus_read_arrivals): {this node's
+ * clock at the fence, then for each of 'partitions' the start of the
+ * oldest open transaction writing it here, or NULL}.
+ */
+Datum
+streamwm_dist_fence(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(1);
+	Datum	   *parts;
+	bool	   *partnulls;
+	int			nparts;
+	int			max = -1;
+	Oid			relid;
+	SwPartitionHold *holds;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			dims[1];
+	int			lbs[1] = {1};
+
+	relid = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)),
+							 NoLock, false);
+	/*
+	 * Citus sends the step's statements over the connection that wrote into
+	 * the stream in this transaction, if one did: its rows have not
+	 * arrived, and the step would see them (process.c refuses the same on
+	 * one node).
+	 */
+	if (sw_commit_order_wrote(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot process stream %s in the transaction that wrote into it", name),
+				 errdetail("Rows arrive when the transaction that wrote them commits."),
+				 errhint("Commit first, then call streamwm.process().")));
+	deconstruct_array(arr, INT4OID, 4, true, TYPALIGN_INT, &parts, &partnulls, &nparts);
+	for (int i = 0; i < nparts; i++)
+	{
+		if (partnulls[i] || DatumGetInt32(parts[i]) < 0 || DatumGetInt32(parts[i]) >= 4096)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("partitions must be between 0 and 4095")));
+		max = Max(max, DatumGetInt32(parts[i]));
+	}
+	holds = palloc((max + 2) * sizeof(SwPartitionHold));
+	elems = palloc((nparts + 1) * sizeof(Datum));
+	nulls = palloc0((nparts + 1) * sizeof(bool));
+	elems[0] = TimestampTzGetDatum(sw_commit_fence_node(relid, max + 1, holds));
+	for (int i = 0; i < nparts; i++)
+	{
+		SwPartitionHold *h = &holds[DatumGetInt32(parts[i])];
+
+		elems[i + 1] = TimestampTzGetDatum(h->since);
+		nulls[i + 1] = h->pid == 0;
+	}
+	dims[0] = nparts + 1;
+	PG_RETURN_ARRAYTYPE_P(construct_md_array(elems, nulls, 1, dims, lbs, TIMESTAMPTZOID,
+											 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/*
+ * streamwm_internal._dist_newest(log text, partitions int[]) RETURNS
+ * bigint[]: run on a node that holds partitions of a distributed stream,
+ * after its fence in a step's transaction (sw_citus_read_arrivals): for
+ * each of 'partitions', the newest hi its commit log's shard on this node
+ * has (NULL: none here), so that the step asks for entries and rows only
+ * where something may have arrived.
+ */
+Datum
+streamwm_dist_newest(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(1);
+	Datum	   *parts;
+	bool	   *partnulls;
+	int			nparts;
+	Oid			log;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			dims[1];
+	int			lbs[1] = {1};
+	int			nestlevel;
+	Oid			types[2] = {REGCLASSOID, INT4ARRAYOID};
+	Datum		values[2];
+
+	log = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(name)),
+						   NoLock, false);
+	deconstruct_array(arr, INT4OID, 4, true, TYPALIGN_INT, &parts, &partnulls, &nparts);
+	elems = palloc0(Max(nparts, 1) * sizeof(Datum));
+	nulls = palloc(Max(nparts, 1) * sizeof(bool));
+	for (int i = 0; i < nparts; i++)
+		nulls[i] = true;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	nestlevel = sw_enter_safe_path();
+	values[0] = ObjectIdGetDatum(log);
+	values[1] = PointerGetDatum(arr);
+	sw_spi_exec("SELECT p.n, pg_catalog.get_shard_id_for_distribution_column($1, p.p)"
+				" FROM pg_catalog.unnest($2) WITH ORDINALITY AS p(p, n)",
+				2, types, values, NULL, SPI_OK_SELECT);
+	{
+		int			n = (int) SPI_processed;
+		int64	   *shardids = palloc(Max(n, 1) * sizeof(int64));
+		int		   *index = palloc(Max(n, 1) * sizeof(int));
+
+		for (int i = 0; i < n; i++)
+		{
+			bool		isnull;
+
+			index[i] = (int) DatumGetInt64(sw_spi_getdatum(i, 1, &isnull)) - 1;
+			shardids[i] = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
+		}
+		SPI_freetuptable(SPI_tuptable);
+		for (int i = 0; i < n; i++)
+		{
+			Oid			shard = get_relname_relid(psprintf("%s_" INT64_FORMAT, get_rel_name(log),
+														  shardids[i]),
+												 get_rel_namespace(log));
+			Oid			ptypes[1] = {INT4OID};
+			Datum		pvalues[1];
+			bool		isnull;
+			Datum		d;
+
+			if (!OidIsValid(shard) || index[i] < 0 || index[i] >= nparts)
+				continue;		/* that partition is on another node */
+			pvalues[0] = parts[index[i]];
+			sw_spi_exec(psprintf("SELECT pg_catalog.max(hi) FROM ONLY %s WHERE partition = $1",
+								 sw_relation_name(shard)),
+						1, ptypes, pvalues, NULL, SPI_OK_SELECT);
+			d = sw_spi_getdatum(0, 1, &isnull);
+			if (!isnull)
+			{
+				elems[index[i]] = d;
+				nulls[index[i]] = false;
+			}
+			SPI_freetuptable(SPI_tuptable);
+		}
+	}
+	sw_leave_safe_path(nestlevel);
+	SPI_finish();
+	dims[0] = nparts;
+	PG_RETURN_ARRAYTYPE_P(construct_md_array(elems, nulls, 1, dims, lbs, INT8OID,
+											 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/*
+ * The shard of a distributed stream's commit log (named by 'logname', the
+ * sw_ingest trigger's second argument) that is co-located with 'shard', a
+ * shard of the stream on this node.  Both tables must have one owner: the
+ * commit writes the log shard.
+ */
+Oid
+sw_citus_log_shard(Oid shard, const char *logname)
+{
+	Oid			stream = sw_citus_shard_owner(shard);
+	Oid			log;
+	char	   *relname = get_rel_name(shard);
+	char	   *underscore = strrchr(relname, '_');
+	Oid			types[2] = {INT8OID, OIDOID};
+	Datum		values[2];
+	Oid			logshard = InvalidOid;
+	int			nestlevel;
+
+	log = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(logname)),
+						   NoLock, true);
+	if (!OidIsValid(stream) || !OidIsValid(log) ||
+		sw_relation_owner(log) != sw_relation_owner(stream))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("commit log %s of distributed stream %s is missing or has another owner",
+						logname, OidIsValid(stream) ? sw_relation_name(stream) : relname)));
+	values[0] = Int64GetDatum(strtoll(underscore + 1, NULL, 10));
+	values[1] = ObjectIdGetDatum(log);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	nestlevel = sw_enter_safe_path();
+	/* co-located: the log's shard with the same hash range */
+	sw_spi_exec("SELECT l.shardid FROM pg_catalog.pg_dist_shard s, pg_catalog.pg_dist_shard l"
+				" WHERE s.shardid = $1 AND l.logicalrelid = $2::pg_catalog.regclass"
+				" AND l.shardminvalue = s.shardminvalue AND l.shardmaxvalue = s.shardmaxvalue",
+				2, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		int64		shardid = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+
+		logshard = get_relname_relid(psprintf("%s_" INT64_FORMAT, get_rel_name(log), shardid),
+									 get_rel_namespace(log));
+	}
+	sw_leave_safe_path(nestlevel);
+	SPI_finish();
+	if (!OidIsValid(logshard))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the shard of commit log %s beside %s is not on this node",
+						sw_relation_name(log), relname),
+				 errhint("The commit log must stay co-located with its stream.")));
+	return logshard;
+}
+
+/* The stream's columns, quoted, "a, b, ...", with 'alias.' before each if given. */
+static char *
+column_list(Oid relid, const char *alias)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData buf;
+	bool		first = true;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		appendStringInfo(&buf, "%s%s%s%s", first ? "" : ", ", alias ? alias : "",
+						 alias ? "." : "", quote_identifier(NameStr(att->attname)));
+		first = false;
+	}
+	table_close(rel, AccessShareLock);
+	return buf.data;
+}
+
+/*
+ * What a step of a distributed stream has to read (process.c), brought to
+ * the coordinator.  The caller acts as the catalog's owner.
+ *
+ *	1. On each node that holds partitions, the fence (_dist_fence, in a
+ *	   query routed to the shard of the commit log of one of them, with the
+ *	   node's partitions as argument): that node's clock, taken while no
+ *	   commit into the stream is under way there, and the open writer of
+ *	   each of its partitions (live[p]).  The step's clock is the earliest
+ *	   of these: every commit stamped before it, on any node, is visible to
+ *	   the step's next statements (READ COMMITTED: each takes a new
+ *	   snapshot on each node).
+ *	   The same query returns, per partition, the newest offset the node's
+ *	   commit log has (_dist_newest): the partitions where something may
+ *	   have arrived.
+ *	2. Their commit log entries after the processed offset that arrived
+ *	   before that clock, copied into streamwm.commit_log (the local copy
+ *	   the step reads in arrival order, as for a local stream): one
+ *	   statement over their shards of the log (short: the step prunes it).
+ *	3. Per partition that got entries, their rows, copied into the stream's
+ *	   rows table on the coordinator, which the step and the window
+ *	   statements read as they read a local stream: a router query on the
+ *	   primary key of the partition's shard.
+ *
+ * A step with nothing new makes one round trip per node.  Returns the
+ * clock.
+ */
+TimestampTz
+sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
+					   SwStreamClock *clock, SwPartitionHold *live)
+{
+	int			np = clock->npartitions;
+	char	   *name = sw_relation_name(relid);
+	char	   *logname = sw_relation_name(logrel);
+	char	   *fence_sql;
+	char	   *rows_sql;
+	TimestampTz safe = DT_NOEND;
+	int64	   *upto = palloc(np * sizeof(int64));
+	int64	   *done = palloc(np * sizeof(int64));
+	int32	   *node = palloc(np * sizeof(int32));
+	bool	   *fenced = palloc0(np * sizeof(bool));
+	int32	   *active = palloc(np * sizeof(int32));
+	int			nactive = 0;
+	SwRoleContext rcx;
+	char	   *cols;
+
+	for (int p = 0; p < np; p++)
+	{
+		live[p].pid = 0;
+		live[p].since = DT_NOEND;
+		done[p] = clock->parts[p].processed_offset;
+		upto[p] = -1;
+		node[p] = -1;
+	}
+
+	/* where each partition lives: Citus's metadata on the coordinator */
+	{
+		Oid			types[2] = {REGCLASSOID, INT4OID};
+		Datum		values[2] = {ObjectIdGetDatum(relid), Int32GetDatum(np)};
+
+		sw_spi_exec("SELECT p, pl.groupid FROM pg_catalog.generate_series(0, $2 - 1) p,"
+					" pg_catalog.pg_dist_placement pl"
+					" WHERE pl.shardid = pg_catalog.get_shard_id_for_distribution_column($1, p)",
+					2, types, values, NULL, SPI_OK_SELECT);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			int32		p = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
+
+			if (p >= 0 && p < np)
+				node[p] = DatumGetInt32(sw_spi_getdatum(i, 2, &isnull));
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+
+	/* 1. one fence per node, routed by the first of its partitions */
+	fence_sql = psprintf("SELECT streamwm_internal._dist_fence($2, $3),"
+						 " streamwm_internal._dist_newest($4, $3), pg_catalog.count(*)"
+						 " FROM %s WHERE partition = $1", logname);
+	for (int first = 0; first < np; first++)
+	{
+		Oid			types[4] = {INT4OID, TEXTOID, INT4ARRAYOID, TEXTOID};
+		Datum		values[4];
+		int32	   *members = palloc(np * sizeof(int32));
+		int			nmembers = 0;
+		Datum	   *elems;
+		bool	   *nulls;
+		int			n;
+		bool		isnull;
+
+		if (fenced[first])
+			continue;
+		for (int p = first; p < np; p++)
+			if (!fenced[p] && node[p] == node[first])
+			{
+				members[nmembers++] = p;
+				fenced[p] = true;
+			}
+		values[0] = Int32GetDatum(first);
+		values[1] = CStringGetTextDatum(name);
+		values[2] = sw_int4_array(members, nmembers);
+		values[3] = CStringGetTextDatum(logname);
+		sw_spi_exec(fence_sql, 4, types, values, NULL, SPI_OK_SELECT);
+		if (SPI_processed != 1 || SPI_tuptable->tupdesc->natts != 3 ||
+			SPI_gettypeid(SPI_tuptable->tupdesc, 1) != TIMESTAMPTZARRAYOID ||
+			SPI_gettypeid(SPI_tuptable->tupdesc, 2) != INT8ARRAYOID)
+			elog(ERROR, "streamwm: the fence of partition %d of stream %s returned no clock",
+				 first, name);
+		deconstruct_array(DatumGetArrayTypeP(sw_spi_getdatum(0, 1, &isnull)), TIMESTAMPTZOID,
+						  8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
+		if (n != nmembers + 1 || nulls[0])
+			elog(ERROR, "streamwm: the fence of partition %d of stream %s returned no clock",
+				 first, name);
+		if (DatumGetTimestampTz(elems[0]) < safe)
+			safe = DatumGetTimestampTz(elems[0]);
+		for (int i = 0; i < nmembers; i++)
+			if (!nulls[i + 1])
+			{
+				live[members[i]].pid = -1;	/* a backend on another node */
+				live[members[i]].since = DatumGetTimestampTz(elems[i + 1]);
+			}
+		/* where something may have arrived: the newest entry is past the processed offset */
+		deconstruct_array(DatumGetArrayTypeP(sw_spi_getdatum(0, 2, &isnull)), INT8OID,
+						  8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &n);
+		if (n != nmembers)
+			elog(ERROR, "streamwm: the fence of partition %d of stream %s returned no offsets",
+				 first, name);
+		for (int i = 0; i < nmembers; i++)
+			if (!nulls[i] && DatumGetInt64(elems[i]) > done[members[i]])
+				active[nactive++] = members[i];
+		SPI_freetuptable(SPI_tuptable);
+		pfree(members);
+	}
+
+	/*
+	 * 2. the entries that arrived before the clock, of the partitions where
+	 * something did, in one statement (Citus reads only their shards)
+	 */
+	if (nactive > 0)
+	{
+		Oid			types[4] = {INT8ARRAYOID, OIDOID, TIMESTAMPTZOID, INT4ARRAYOID};
+		Datum		values[4] = {sw_int8_array(done, np), ObjectIdGetDatum(relid),
+			TimestampTzGetDatum(safe), sw_int4_array(active, nactive)};
+
+		sw_spi_exec(psprintf("INSERT INTO streamwm.commit_log"
+							 " (stream, partition, lo, hi, arrival, held_from)"
+							 " SELECT $2::pg_catalog.regclass, l.partition, l.lo, l.hi, l.arrival,"
+							 " l.held_from FROM %s l"
+							 " WHERE l.partition = ANY ($4)"
+							 " AND l.hi > ($1::pg_catalog.int8[])[l.partition + 1]"
+							 " AND l.arrival < $3 ON CONFLICT DO NOTHING", logname),
+					4, types, values, NULL, SPI_OK_INSERT);
+	}
+	CommandCounterIncrement();
+	{
+		Oid			types[1] = {OIDOID};
+		Datum		values[1] = {ObjectIdGetDatum(relid)};
+
+		sw_spi_exec("SELECT partition, pg_catalog.max(hi) FROM streamwm.commit_log"
+					" WHERE stream = $1 GROUP BY partition",
+					1, types, values, NULL, SPI_OK_SELECT);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			int32		p = DatumGetInt32(sw_spi_getdatum(i, 1, &isnull));
+
+			if (p >= 0 && p < np)
+				upto[p] = DatumGetInt64(sw_spi_getdatum(i, 2, &isnull));
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+
+	/* 3. the rows, as the stream's owner (its policies run in the read: bounded) */
+	cols = column_list(relid, NULL);
+	rows_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM %s t"
+						" WHERE t.sw_partition = $1 AND t.sw_offset > $2 AND t.sw_offset <= $3"
+						" ON CONFLICT DO NOTHING",
+						sw_relation_name(rowsrel), cols, column_list(relid, "t"), name);
+	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
+	for (int p = 0; p < np; p++)
+	{
+		Oid			types[3] = {INT4OID, INT8OID, INT8OID};
+		Datum		values[3] = {Int32GetDatum(p), Int64GetDatum(done[p]), Int64GetDatum(upto[p])};
+
+		if (upto[p] <= done[p])
+			continue;
+		sw_spi_exec_bounded(psprintf("reading stream %s", name), rows_sql, 3, types, values,
+							NULL, SPI_OK_INSERT, InvalidSnapshot);
+	}
+	sw_leave_role(&rcx);
+	pfree(upto);
+	pfree(done);
+	pfree(node);
+	pfree(fenced);
+	pfree(active);
+	return safe;
+}
+
+/*
+ * After a step of a distributed stream (process.c): its commit log loses
+ * the entries read, all but each partition's newest (the next commit there
+ * compares with it), in one statement on the nodes whose partitions the
+ * step read.  'before' holds the processed offsets the step started from.
+ */
+void
+sw_citus_prune_log(Oid logrel, const SwStreamClock *clock, const int64 *before)
+{
+	int			np = clock->npartitions;
+	int32	   *moved = palloc(np * sizeof(int32));
+	int64	   *upto = palloc(np * sizeof(int64));
+	int			n = 0;
+	Oid			types[2] = {INT4ARRAYOID, INT8ARRAYOID};
+	Datum		values[2];
+
+	for (int p = 0; p < np; p++)
+	{
+		upto[p] = clock->parts[p].processed_offset;
+		if (upto[p] > before[p])
+			moved[n++] = p;
+	}
+	if (n == 0)
+		return;
+	values[0] = sw_int4_array(moved, n);
+	values[1] = sw_int8_array(upto, np);
+	sw_spi_exec(psprintf("DELETE FROM %s WHERE partition = ANY ($1)"
+						 " AND hi < ($2::pg_catalog.int8[])[partition + 1]",
+						 sw_relation_name(logrel)),
+				2, types, values, NULL, SPI_OK_DELETE);
+}
+
+/*
+ * Retention of a distributed stream (process.c): the rows it removed from
+ * the coordinator's copy (tuples of (sw_partition, sw_offset)) are deleted
+ * from the shards, partition by partition (each a router DELETE), as the
+ * current role (the stream's owner).
+ */
+void
+sw_citus_forget_rows(Oid relid, SPITupleTable *tuptable, uint64 n)
+{
+	int			np = sw_stream_partitions(relid);
+	int		   *count = palloc0(np * sizeof(int));
+	int64	  **offsets = palloc0(np * sizeof(int64 *));
+	char	   *name = sw_relation_name(relid);
+	char	   *sql = psprintf("DELETE FROM %s t WHERE t.sw_partition = $1"
+							   " AND t.sw_offset = ANY ($2)", name);
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+		int32		p = DatumGetInt32(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 1, &isnull));
+
+		if (p < 0 || p >= np)
+			elog(ERROR, "streamwm: a row of stream %s in partition %d", name, p);
+		if (offsets[p] == NULL)
+			offsets[p] = palloc_extended(n * sizeof(int64), MCXT_ALLOC_HUGE);
+		offsets[p][count[p]++] =
+			DatumGetInt64(SPI_getbinval(tuptable->vals[i], tuptable->tupdesc, 2, &isnull));
+	}
+	for (int p = 0; p < np; p++)
+	{
+		Oid			types[2] = {INT4OID, INT8ARRAYOID};
+		Datum		values[2];
+
+		if (count[p] == 0)
+			continue;
+		values[0] = Int32GetDatum(p);
+		values[1] = sw_int8_array(offsets[p], count[p]);
+		sw_spi_exec_bounded(psprintf("retention of stream %s", name), sql, 2, types, values,
+							NULL, SPI_OK_DELETE, InvalidSnapshot);
 	}
 }
 

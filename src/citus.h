@@ -8,6 +8,9 @@
 #define STREAMWM_CITUS_H
 
 #include "nodes/plannodes.h"
+#include "commit_order.h"
+
+struct SwStreamClock;
 
 extern void sw_citus_init(void);
 extern const char *sw_citus_table_kind(Oid relid);
@@ -17,5 +20,11 @@ extern void sw_citus_refuse_query_relation(Oid relid, Oid stream);
 extern void sw_citus_refuse_result_table(Oid result);
 extern void sw_citus_check_copy(Oid relid);
 extern void sw_citus_utility(PlannedStmt *pstmt);
+extern Oid	sw_citus_log_shard(Oid shard, const char *logname);
+extern TimestampTz sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
+										  struct SwStreamClock *clock, SwPartitionHold *live);
+extern void sw_citus_forget_rows(Oid relid, struct SPITupleTable *tuptable, uint64 n);
+extern void sw_citus_prune_log(Oid logrel, const struct SwStreamClock *clock,
+							   const int64 *before);
 
 #endif							/* STREAMWM_CITUS_H */

@@ -47,13 +47,23 @@
  * after the step's clock: processing in arrival order never meets a row
  * that arrived before something it has already processed.
  *
- * A transaction that wrote into a stream cannot be prepared (PREPARE
- * TRANSACTION): it would keep the commit locks until COMMIT PREPARED.
+ * A transaction that wrote into a (local) stream cannot be prepared
+ * (PREPARE TRANSACTION): it would keep the commit locks until COMMIT
+ * PREPARED.
+ *
+ * On a Citus worker (distributed streams, citus.c) the same happens in the
+ * transaction Citus opened there: the locks are this node's, the entry goes
+ * to the commit log's shard on this node, and Citus's two-phase commit
+ * orders the rows at PREPARE (holding the locks until COMMIT PREPARED; a
+ * PREPARE waits only briefly for them).  Offsets come from this node's
+ * range of the sequence; after a shard move they may lie below the
+ * partition's committed ones, see sw_shard_offset() and renumber().
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_sequence.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "executor/spi.h"
@@ -90,15 +100,24 @@
  * partitions, the lock table is sized by max_locks_per_transaction.
  */
 #define SW_MAX_HOLD_LOCKS 32
+
+/*
+ * No offset taken yet.  Offsets are positive, but a Citus node may hand out
+ * provisional ones below zero (sw_shard_offset), never this low.
+ */
+#define SW_NO_OFFSET PG_INT64_MIN
 #define SW_COMMIT_STRIPES 32
 
 /* What this transaction wrote into one partition of one stream. */
 typedef struct SwPartitionWrite
 {
-	Oid			relid;
+	Oid			relid;			/* the stream (on a Citus node: the shard's table) */
+	Oid			table;			/* the table its rows are in: the stream, or its shard */
+	Oid			log;			/* the shard of a distributed stream's commit log, or
+								 * InvalidOid: streamwm.commit_log */
 	Oid			seqoid;
 	int32		partition;
-	int64		lo;				/* lowest offset taken */
+	int64		lo;				/* lowest offset taken (SW_NO_OFFSET: none) */
 	int64		hi;				/* highest offset taken */
 	int			nruns;			/* the offsets taken, as runs [from, to] */
 	int			capruns;
@@ -139,6 +158,18 @@ set_tag(LOCKTAG *tag, Oid relid, uint32 field3, uint16 class)
 	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, relid, field3, class);
 }
 
+/* order_commit() runs at PREPARE (Citus's two-phase commit), not at COMMIT */
+static bool preparing = false;
+
+/* order_commit() runs on a Citus node (a distributed stream's shards) */
+static bool on_citus_node = false;
+
+/* how long a distributed step's fence waits for committers on a node (ms) */
+#define SW_FENCE_WAIT_MS 2000
+
+/* how long a commit on a Citus node waits for a commit lock before giving up (ms) */
+#define SW_PREPARE_LOCK_WAIT_MS 500
+
 /* Take a lock that lasts until the top-level transaction ends. */
 static void
 lock_for_transaction(Oid relid, uint32 field3, uint16 class, LOCKMODE mode)
@@ -150,7 +181,42 @@ lock_for_transaction(Oid relid, uint32 field3, uint16 class, LOCKMODE mode)
 	CurrentResourceOwner = TopTransactionResourceOwner;
 	PG_TRY();
 	{
-		(void) LockAcquire(&tag, mode, false, false);
+		/*
+		 * On a Citus node a prepared transaction keeps its commit locks
+		 * until COMMIT PREPARED, which its coordinator sends once every
+		 * node is prepared.  Two transactions that each prepared on one
+		 * node and wait for the other's lock on the other node would wait
+		 * for each other across nodes, until Citus's distributed deadlock
+		 * detection cancels one; and one left unfinished would hold every
+		 * committer into its partitions.  So a commit there waits only a
+		 * little for a commit lock another transaction holds (a commit
+		 * record takes far less), then fails with a serialization failure
+		 * the client can retry.
+		 */
+		if (on_citus_node && mode == ExclusiveLock)
+		{
+			TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															   SW_PREPARE_LOCK_WAIT_MS);
+
+			while (LockAcquire(&tag, mode, false, true) == LOCKACQUIRE_NOT_AVAIL)
+			{
+				if (GetCurrentTimestamp() >= deadline)
+					ereport(ERROR,
+							(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+							 errmsg("could not %s the rows written into stream %s",
+									preparing ? "prepare" : "commit", sw_relation_name(relid)),
+							 errdetail("Another transaction has held the commit lock of one of its "
+									   "partitions on this node for more than %d ms: one being "
+									   "committed in two phases, or a prepared transaction not "
+									   "finished (pg_prepared_xacts).", SW_PREPARE_LOCK_WAIT_MS),
+							 errhint("Retry the transaction. A transaction that writes the "
+									 "partitions of one node only commits without two-phase commit.")));
+				CHECK_FOR_INTERRUPTS();
+				pg_usleep(1000L);
+			}
+		}
+		else
+			(void) LockAcquire(&tag, mode, false, false);
 	}
 	PG_FINALLY();
 	{
@@ -174,14 +240,14 @@ unlock(Oid relid, uint32 field3, uint16 class, LOCKMODE mode)
 
 /*
  * w's transaction took 'offset' (at insert, or when renumbering): keep its
- * lowest and highest offset (-1: none yet) and the exact offsets as runs,
+ * lowest and highest offset (SW_NO_OFFSET: none yet) and the exact offsets as runs,
  * so that renumbering moves its rows and only them.  Offsets are taken in
  * increasing order.
  */
 static void
 took(SwPartitionWrite *w, int64 offset)
 {
-	if (w->lo < 0 || offset < w->lo)
+	if (w->lo == SW_NO_OFFSET || offset < w->lo)
 		w->lo = offset;
 	if (offset > w->hi)
 		w->hi = offset;
@@ -207,7 +273,7 @@ took(SwPartitionWrite *w, int64 offset)
  * stream 'relid' (whose sequence is 'seqoid').
  */
 void
-sw_commit_order_note(Oid relid, Oid seqoid, int32 partition, int64 offset)
+sw_commit_order_note(Oid relid, Oid table, Oid log, Oid seqoid, int32 partition, int64 offset)
 {
 	SwPartitionWrite *w = NULL;
 
@@ -252,13 +318,83 @@ sw_commit_order_note(Oid relid, Oid seqoid, int32 partition, int64 offset)
 			w = &writes[nwrites];
 			memset(w, 0, sizeof(SwPartitionWrite));
 			w->relid = relid;
+			w->table = table;
+			w->log = log;
 			w->seqoid = seqoid;
 			w->partition = partition;
-			w->lo = w->hi = -1;
+			w->lo = w->hi = SW_NO_OFFSET;
 			last_write = nwrites++;
 		}
 	}
 	took(w, offset);
+}
+
+/*
+ * The offset of a new row in 'partition' of a distributed stream, on the
+ * node that holds it (ingest.c; 'log' is the shard of the stream's commit
+ * log here).  Each Citus node has its own range of the stream's sequence,
+ * with its own MAXVALUE, so a partition whose shard moved here may have
+ * committed offsets above this node's next value, and some of them may be
+ * values this sequence would give later: a new row would collide with a
+ * committed one.  So the first row this backend writes into a partition of
+ * this shard (*mode 0) compares with the partition's newest committed
+ * offset: the sequence is behind, it is moved past it if its range allows
+ * (*mode 1, as when it is not behind); otherwise (*mode 2) rows get
+ * provisional offsets below zero, which no committed row has, and their
+ * commit gives them the offsets right after the partition's newest
+ * (renumber(): its sequence can give nothing higher).  A shard that moves
+ * here is a new relation, with a new *mode.
+ */
+int64
+sw_shard_offset(Oid seqoid, Oid log, int32 partition, char *mode)
+{
+	int64		o = nextval_internal(seqoid, false);
+
+	if (*mode == 0)
+	{
+		Oid			types[1] = {INT4OID};
+		Datum		values[1] = {Int32GetDatum(partition)};
+		int64		hi = 0;
+		SwRoleContext cx;
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		sw_enter_catalog(&cx);
+		sw_spi_exec_latest(psprintf("SELECT hi FROM ONLY %s WHERE partition = $1"
+									" ORDER BY hi DESC LIMIT 1", sw_relation_name(log)),
+						   1, types, values, NULL, SPI_OK_SELECT);
+		if (SPI_processed == 1)
+		{
+			bool		isnull;
+
+			hi = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+		}
+		sw_leave_role(&cx);
+		SPI_finish();
+		*mode = 1;
+		if (o <= hi)
+		{
+			HeapTuple	tup = SearchSysCache1(SEQRELID, ObjectIdGetDatum(seqoid));
+			int64		max = PG_INT64_MAX;
+
+			if (HeapTupleIsValid(tup))
+			{
+				max = ((Form_pg_sequence) GETSTRUCT(tup))->seqmax;
+				ReleaseSysCache(tup);
+			}
+			if (hi < max - (INT64CONST(1) << 24))
+			{
+				(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seqoid), Int64GetDatum(hi));
+				o = nextval_internal(seqoid, false);
+			}
+			else
+				*mode = 2;
+		}
+	}
+	/* below zero, increasing: the sequence's values are below 2^62 */
+	if (*mode == 2)
+		o -= INT64CONST(1) << 62;
+	return o;
 }
 
 /* Did this transaction take 'offset' in w's partition? */
@@ -336,8 +472,9 @@ renumber(int from, int to)
 	Oid			relid = writes[from].relid;
 	Oid			seqoid = writes[from].seqoid;
 	char	   *relname = sw_relation_name(relid);
-	char	   *select_sql;
 	SwRoleContext rcx;
+	int64		hwm = 0;
+	bool		above_range = false;
 	OwnRow	   *rows = NULL;
 	int64		n = 0;
 	int64		cap = 0;
@@ -353,15 +490,19 @@ renumber(int from, int to)
 	sw_enter_role(sw_relation_owner(relid), SW_SAFE_SEARCH_PATH, &rcx);
 	(void) set_config_option("session_replication_role", "replica",
 							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	select_sql = psprintf("SELECT t.ctid, t.xmin, t.sw_offset FROM ONLY %s t"
-						  " WHERE t.sw_partition = $1 AND t.sw_offset >= $2"
-						  " AND t.sw_offset <= $3", relname);
 	for (int w = from; w < to; w++)
 	{
 		Oid			types[3] = {INT4OID, INT8OID, INT8OID};
 		Datum		values[3] = {Int32GetDatum(writes[w].partition),
 		Int64GetDatum(writes[w].lo), Int64GetDatum(writes[w].hi)};
+		/* the rows are in the stream, or on a Citus node in its shard */
+		char	   *select_sql = psprintf("SELECT t.ctid, t.xmin, t.sw_offset FROM ONLY %s t"
+										  " WHERE t.sw_partition = $1 AND t.sw_offset >= $2"
+										  " AND t.sw_offset <= $3",
+										  sw_relation_name(writes[w].table));
 
+		if (writes[w].hwm > hwm)
+			hwm = writes[w].hwm;
 		sw_spi_exec_bounded(psprintf("renumbering rows of stream %s", relname),
 							select_sql, 3, types, values, NULL, SPI_OK_SELECT, InvalidSnapshot);
 		for (uint64 i = 0; i < SPI_processed; i++)
@@ -386,34 +527,94 @@ renumber(int from, int to)
 		}
 		SPI_freetuptable(SPI_tuptable);
 		/* a partition left with nothing of ours (rolled-back subtransactions) */
-		writes[w].lo = writes[w].hi = -1;
+		writes[w].lo = writes[w].hi = SW_NO_OFFSET;
 		writes[w].nruns = 0;
 	}
 
 	qsort(rows, n, sizeof(OwnRow), own_row_cmp);
 	tids = palloc_extended(Max(n, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
 	offsets = palloc_extended(Max(n, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
-	for (int64 i = 0; i < n; i++)
+
+	/*
+	 * The new offsets must be above everything committed in the partitions.
+	 * The sequence's are: one sequence serves a stream, and offsets are
+	 * taken before they are committed.  But on a Citus node the sequence
+	 * has a range of its own (Citus gives each node one, with its own
+	 * MAXVALUE), and a partition whose shard moved from a node with a
+	 * higher range has committed offsets above it.  Then the sequence is
+	 * moved past them if its range allows, else each partition's rows take
+	 * the offsets right after its newest committed one: no offset this
+	 * node's sequence ever gave is that high, so no other transaction's row
+	 * has them, and the commit locks (held: order_commit) keep the next
+	 * committer from taking them too.
+	 */
+	if (OidIsValid(writes[from].log))
 	{
 		int64		o = nextval_internal(seqoid, false);
 
+		if (o <= hwm)
+		{
+			HeapTuple	tup = SearchSysCache1(SEQRELID, ObjectIdGetDatum(seqoid));
+			int64		max = PG_INT64_MAX;
+
+			if (HeapTupleIsValid(tup))
+			{
+				max = ((Form_pg_sequence) GETSTRUCT(tup))->seqmax;
+				ReleaseSysCache(tup);
+			}
+			if (max - n - 1 > hwm)
+				(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seqoid), Int64GetDatum(hwm));
+			else
+				above_range = true;
+		}
+	}
+	for (int64 i = 0; i < n; i++)
+	{
+		SwPartitionWrite *w = &writes[rows[i].write];
+		int64		o;
+
+		if (above_range)
+			o = (w->hi != SW_NO_OFFSET ? w->hi : w->hwm) + 1;
+		else
+			o = nextval_internal(seqoid, false);
 		tids[i] = PointerGetDatum(&rows[i].tid);
 		offsets[i] = Int64GetDatum(o);
-		took(&writes[rows[i].write], o);
+		took(w, o);
 	}
 	for (int w = from; w < to; w++)
-		if (writes[w].lo < 0)
-			took(&writes[w], nextval_internal(seqoid, false));
+		if (writes[w].lo == SW_NO_OFFSET)
+			took(&writes[w], above_range ? writes[w].hwm + 1 : nextval_internal(seqoid, false));
 
-	if (n > 0)
+	/* one UPDATE per table the rows are in (one, but for a Citus node's shards) */
+	for (int w = from; w < to && n > 0; w++)
 	{
+		Oid			table = writes[w].table;
 		Oid			types[2] = {TIDARRAYOID, INT8ARRAYOID};
 		Datum		values[2];
+		Datum	   *ttids = palloc_extended(n * sizeof(Datum), MCXT_ALLOC_HUGE);
+		Datum	   *toffsets = palloc_extended(n * sizeof(Datum), MCXT_ALLOC_HUGE);
+		int64		k = 0;
+		bool		done = false;
+		char	   *tablename = sw_relation_name(table);
 
-		values[0] = PointerGetDatum(construct_array(tids, n, TIDOID,
+		for (int v = from; v < w; v++)
+			if (writes[v].table == table)
+				done = true;
+		if (done)
+			continue;
+		for (int64 i = 0; i < n; i++)
+			if (writes[rows[i].write].table == table)
+			{
+				ttids[k] = tids[i];
+				toffsets[k] = offsets[i];
+				k++;
+			}
+		if (k == 0)
+			continue;
+		values[0] = PointerGetDatum(construct_array(ttids, k, TIDOID,
 													sizeof(ItemPointerData), false,
 													TYPALIGN_SHORT));
-		values[1] = PointerGetDatum(construct_array(offsets, n, INT8OID, 8,
+		values[1] = PointerGetDatum(construct_array(toffsets, k, INT8OID, 8,
 													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		sw_renumbering = relid;
 		PG_TRY();
@@ -421,7 +622,7 @@ renumber(int from, int to)
 			sw_spi_exec_bounded(psprintf("renumbering rows of stream %s", relname),
 								psprintf("UPDATE ONLY %s t SET sw_offset = u.o"
 										 " FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(t, o)"
-										 " WHERE t.ctid OPERATOR(pg_catalog.=) u.t", relname),
+										 " WHERE t.ctid OPERATOR(pg_catalog.=) u.t", tablename),
 								2, types, values, NULL, SPI_OK_UPDATE, InvalidSnapshot);
 		}
 		PG_FINALLY();
@@ -429,9 +630,9 @@ renumber(int from, int to)
 			sw_renumbering = InvalidOid;
 		}
 		PG_END_TRY();
-		if (SPI_processed != (uint64) n)
+		if (SPI_processed != (uint64) k)
 			elog(ERROR, "streamwm: renumbering " INT64_FORMAT " rows of stream %s updated " UINT64_FORMAT,
-				 n, relname, SPI_processed);
+				 k, relname, SPI_processed);
 	}
 	sw_leave_role(&rcx);
 }
@@ -461,13 +662,32 @@ probe_newest(void)
 			continue;
 		pvalues[0] = ObjectIdGetDatum(writes[i].relid);
 		pvalues[1] = Int32GetDatum(writes[i].partition);
-		if (newest_plan == NULL)
-			newest_plan = keep_plan("SELECT hi, arrival FROM streamwm.commit_log"
-									" WHERE stream = $1 AND partition = $2"
-									" ORDER BY hi DESC LIMIT 1", 2, ptypes);
-		if (SPI_execute_snapshot(newest_plan, pvalues, NULL, GetLatestSnapshot(),
-								 InvalidSnapshot, true, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "streamwm: reading the commit log failed");
+		if (OidIsValid(writes[i].log))
+		{
+			/* a distributed stream's: the shard of its commit log on this node */
+			SPIPlanPtr	plan = SPI_prepare(psprintf("SELECT hi, arrival FROM ONLY %s"
+													" WHERE partition = $1 ORDER BY hi DESC LIMIT 1",
+													sw_relation_name(writes[i].log)),
+										   1, &ptypes[1]);
+
+			if (plan == NULL)
+				elog(ERROR, "streamwm: reading the commit log failed: %s",
+					 SPI_result_code_string(SPI_result));
+			if (SPI_execute_snapshot(plan, &pvalues[1], NULL, GetLatestSnapshot(),
+									 InvalidSnapshot, true, false, 1) != SPI_OK_SELECT)
+				elog(ERROR, "streamwm: reading the commit log failed");
+			SPI_freeplan(plan);
+		}
+		else
+		{
+			if (newest_plan == NULL)
+				newest_plan = keep_plan("SELECT hi, arrival FROM streamwm.commit_log"
+										" WHERE stream = $1 AND partition = $2"
+										" ORDER BY hi DESC LIMIT 1", 2, ptypes);
+			if (SPI_execute_snapshot(newest_plan, pvalues, NULL, GetLatestSnapshot(),
+									 InvalidSnapshot, true, false, 1) != SPI_OK_SELECT)
+				elog(ERROR, "streamwm: reading the commit log failed");
+		}
 		writes[i].hwm = 0;
 		if (SPI_processed == 1)
 		{
@@ -555,10 +775,15 @@ order_commit(void)
 	Datum	   *los = palloc(nwrites * sizeof(Datum));
 	Datum	   *his = palloc(nwrites * sizeof(Datum));
 	int			n = 0;
+	bool		distributed = false;
 
 	ordering = true;
 	qsort(writes, nwrites, sizeof(SwPartitionWrite), write_cmp);
 	last_write = -1;
+	for (int i = 0; i < nwrites; i++)
+		if (OidIsValid(writes[i].log))
+			distributed = true;
+	on_citus_node = distributed;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -570,7 +795,8 @@ order_commit(void)
 		commit_locks(true);
 		if (!probe_newest())
 			break;
-		if (attempt >= SW_RENUMBER_ATTEMPTS)
+		/* a Citus node renumbers under the locks: it may not use its sequence */
+		if (attempt >= SW_RENUMBER_ATTEMPTS || distributed)
 		{
 			renumber_overtaken();
 			break;
@@ -590,6 +816,8 @@ order_commit(void)
 		/* arrivals never go back in a partition, whatever the clock does */
 		if (w->prev_arrival > arrival)
 			arrival = w->prev_arrival;
+		if (OidIsValid(w->log))
+			continue;
 		relids[n] = ObjectIdGetDatum(w->relid);
 		parts[n] = Int32GetDatum(w->partition);
 		los[n] = Int64GetDatum(w->hwm);
@@ -617,10 +845,32 @@ order_commit(void)
 		if (SPI_execute_plan(insert_plan, ivalues, NULL, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "streamwm: writing the commit log failed");
 	}
+	/* a distributed stream's entries go to its commit log's shard on this node */
+	for (int i = 0; i < nwrites; i++)
+	{
+		SwPartitionWrite *w = &writes[i];
+		Oid			types[5] = {INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+		Datum		values[5];
+		TimestampTz start = GetCurrentTransactionStartTimestamp();
+
+		if (w->hwm < 0 || !OidIsValid(w->log))
+			continue;
+		values[0] = Int32GetDatum(w->partition);
+		values[1] = Int64GetDatum(w->hwm);
+		values[2] = Int64GetDatum(w->hi);
+		values[3] = TimestampTzGetDatum(arrival);
+		values[4] = TimestampTzGetDatum(start < arrival ? start : arrival);
+		if (SPI_execute_with_args(psprintf("INSERT INTO %s (partition, lo, hi, arrival, held_from)"
+										   " VALUES ($1, $2, $3, $4, $5)",
+										   sw_relation_name(w->log)),
+								  5, types, values, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "streamwm: writing the commit log failed");
+	}
 	sw_leave_role(&cx);
 	PopActiveSnapshot();
 	SPI_finish();
 	ordering = false;
+	on_citus_node = false;
 }
 
 static void
@@ -634,10 +884,24 @@ commit_order_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			if (nwrites > 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot PREPARE a transaction that has written into a stream"),
-						 errdetail("A stream orders its rows when the transaction that wrote them commits.")));
+			{
+				/*
+				 * Citus commits a transaction that wrote on several nodes with
+				 * two-phase commit: the shards of a distributed stream order
+				 * its rows at PREPARE, and keep the commit locks (and the
+				 * partitions held) until COMMIT PREPARED (DESIGN.md, "Citus").
+				 * A local stream's rows are not prepared.
+				 */
+				for (int i = 0; i < nwrites; i++)
+					if (!OidIsValid(writes[i].log))
+						ereport(ERROR,
+								(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+								 errmsg("cannot PREPARE a transaction that has written into a stream"),
+								 errdetail("A stream orders its rows when the transaction that wrote them commits.")));
+				preparing = true;
+				order_commit();
+				preparing = false;
+			}
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_ABORT:
@@ -648,6 +912,8 @@ commit_order_xact_callback(XactEvent event, void *arg)
 			nwrites = capwrites = 0;
 			last_write = -1;
 			ordering = false;
+			preparing = false;
+			on_citus_node = false;
 			sw_renumbering = InvalidOid;
 			break;
 		default:
@@ -815,4 +1081,52 @@ sw_commit_fence(Oid relid, int npartitions, SwPartitionHold *holds, TimestampTz 
 	snap = RegisterSnapshot(GetLatestSnapshot());
 	(void) LockRelease(&tag, ShareLock, false);
 	return snap;
+}
+
+/*
+ * The fence of a step of a distributed stream, on one node that holds some
+ * of its partitions (citus.c, streamwm_internal._dist_fence()): as
+ * sw_commit_fence(), the clock read while no commit into the stream is
+ * under way on this node, so every commit that stamped its arrival before
+ * it is visible to the step's next statements here, and the open writers
+ * of partitions 0 .. npartitions - 1 on this node (holds), read after the
+ * clock.
+ */
+TimestampTz
+sw_commit_fence_node(Oid relid, int npartitions, SwPartitionHold *holds)
+{
+	LOCKTAG		tag;
+	TimestampTz clock;
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   SW_FENCE_WAIT_MS);
+
+	set_tag(&tag, relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS);
+
+	/*
+	 * A committer holds the gate for the time of its commit record; a
+	 * prepared transaction holds it until COMMIT PREPARED, and one left
+	 * behind (a coordinator that died between the phases, a PREPARE
+	 * TRANSACTION nobody finishes) until Citus's recovery or someone
+	 * resolves it.  The step does not hang meanwhile: it fails, and the
+	 * worker retries it (W cannot pass those rows anyway).
+	 */
+	while (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+	{
+		if (GetCurrentTimestamp() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+					 errmsg("stream %s is being committed into on this node for more than %d ms",
+							sw_relation_name(relid), SW_FENCE_WAIT_MS),
+					 errdetail("A prepared transaction that wrote into it holds its commit lock until "
+							   "COMMIT PREPARED."),
+					 errhint("See pg_prepared_xacts on this node: Citus's recovery "
+							 "(citus.recover_2pc_interval) resolves its own; COMMIT PREPARED or "
+							 "ROLLBACK PREPARED any other.")));
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(1000L);
+	}
+	clock = GetCurrentTimestamp();
+	sw_partition_holders(relid, npartitions, holds);
+	(void) LockRelease(&tag, ShareLock, false);
+	return clock;
 }

@@ -20,10 +20,13 @@ extern Oid	sw_renumbering;
 
 extern void sw_commit_order_init(void);
 extern bool sw_commit_order_wrote(Oid relid);
-extern void sw_commit_order_note(Oid relid, Oid seqoid, int32 partition, int64 offset);
+extern void sw_commit_order_note(Oid relid, Oid table, Oid log, Oid seqoid, int32 partition,
+								 int64 offset);
+extern int64 sw_shard_offset(Oid seqoid, Oid log, int32 partition, char *mode);
 extern int	sw_pick_free_partition(Oid relid, int npartitions, int start, bool *claimed);
 extern bool sw_partition_claimed(Oid relid, int partition);
 extern void sw_partition_holders(Oid relid, int npartitions, SwPartitionHold *holds);
+extern TimestampTz sw_commit_fence_node(Oid relid, int npartitions, SwPartitionHold *holds);
 extern Snapshot sw_commit_fence(Oid relid, int npartitions, SwPartitionHold *holds,
 								TimestampTz *clock);
 

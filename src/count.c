@@ -180,7 +180,7 @@ events_sql(Oid relid, const CountShape *shape)
 										" AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
 										" AND sw_s.sw_event_time >= $3 AND sw_s.sw_event_time < $5"
 										" AND %s OFFSET 0",
-										sw_stream_columns_sql(relid, "sw_s"), sw_relation_name(relid),
+										sw_stream_columns_sql(relid, "sw_s"), sw_stream_rows_name(relid),
 										sw_not_late_sql(relid)),
 							   count_param_types, lengthof(count_param_types));
 	foreach(lc, shape->keys)
@@ -285,7 +285,7 @@ window_rows_sql(Oid relid, const CountShape *sh, const char *numbered,
 					size, size, slide, slide,
 					slide, size, size, slide,
 					key_list(sh, "sw_h."),
-					sw_relation_name(relid));
+					sw_stream_rows_name(relid));
 }
 
 /* Add a grouped output column (a Var of the window rows) to q. */
@@ -497,7 +497,7 @@ chunk_rows_sql(const SwQueryDef *def, const CountShape *sh, const char *state)
 					") sw_m JOIN ONLY %s sw_s ON sw_s.sw_partition = sw_m.sw_p"
 					" AND sw_s.sw_offset = sw_m.sw_o OFFSET 0",
 					sw_stream_columns_sql(def->stream, "sw_s"), g, numbered,
-					key_list(sh, "sw_c."), g, sw_relation_name(def->stream));
+					key_list(sh, "sw_c."), g, sw_stream_rows_name(def->stream));
 }
 
 /*
@@ -518,7 +518,7 @@ count_layout(const SwQueryDef *def, const CountShape *sh)
 							   " NULL::pg_catalog.timestamptz, 0::pg_catalog.int8, 0::pg_catalog.int8,"
 							   " 0::pg_catalog.int8 FROM ONLY %s sw_s",
 							   sw_stream_columns_sql(def->stream, "sw_s"),
-							   sw_relation_name(def->stream)),
+							   sw_stream_rows_name(def->stream)),
 					  &why);
 }
 

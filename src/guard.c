@@ -51,6 +51,7 @@
 #include "utils/syscache.h"
 
 #include "catalog.h"
+#include "citus.h"
 #include "commit_order.h"
 #include "guard.h"
 #include "purge.h"
@@ -196,6 +197,22 @@ refuse_stream(Oid stream, const char *what, const char *detail)
 			 errdetail("%s", detail)));
 }
 
+/*
+ * What a distributed stream (Citus, citus.c) cannot do yet: its column list
+ * is also that of the coordinator's copy of the rows read, and its name is
+ * in sw_partition's default, which Citus does not let change.
+ */
+static void
+refuse_distributed(Oid stream, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot %s distributed stream \"%s\"", what, get_rel_name(stream)),
+			 errdetail("The coordinator keeps a copy of the rows steps read, with the stream's columns, "
+					   "and sw_partition's default names the stream."),
+			 errhint("Create a new stream and a query that reads it.")));
+}
+
 /* The stream whose offset sequence seqoid is, or InvalidOid. */
 static Oid
 stream_of_sequence(Oid seqoid)
@@ -271,6 +288,10 @@ guard_alter_table(AlterTableStmt *stmt)
 	{
 		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
 
+		if ((cmd->subtype == AT_AddColumn || cmd->subtype == AT_DropColumn ||
+			 cmd->subtype == AT_AlterColumnType) &&
+			sw_stream_distributed(stream, NULL, NULL))
+			refuse_distributed(stream, "change the columns of");
 		switch (cmd->subtype)
 		{
 			case AT_AddColumn:
@@ -343,11 +364,20 @@ guard_rename(RenameStmt *stmt)
 
 	if (stmt->renameType == OBJECT_SEQUENCE)
 		return;					/* the offset sequence is found by ownership */
+	if (stmt->renameType == OBJECT_TABLE)
+	{
+		stream = stream_of_rangevar(stmt->relation);
+		if (OidIsValid(stream) && sw_stream_distributed(stream, NULL, NULL))
+			refuse_distributed(stream, "rename");
+		return;
+	}
 	if (stmt->renameType != OBJECT_COLUMN && stmt->renameType != OBJECT_TRIGGER)
 		return;
 	stream = stream_of_rangevar(stmt->relation);
 	if (!OidIsValid(stream))
 		return;
+	if (stmt->renameType == OBJECT_COLUMN && sw_stream_distributed(stream, NULL, NULL))
+		refuse_distributed(stream, "rename a column of");
 	if (stmt->renameType == OBJECT_COLUMN)
 	{
 		if (is_sw_name(stmt->subname))
@@ -496,6 +526,7 @@ Datum
 streamwm_stream_no_update(PG_FUNCTION_ARGS)
 {
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Oid			relid;
 
 	sw_require_extension_version();
 
@@ -505,9 +536,12 @@ streamwm_stream_no_update(PG_FUNCTION_ARGS)
 	if (OidIsValid(sw_renumbering) &&
 		RelationGetRelid(trigdata->tg_relation) == sw_renumbering)
 		return PointerGetDatum(NULL);
+	/* on a Citus node, a distributed stream's shard: name the stream */
+	relid = sw_citus_shard_owner(RelationGetRelid(trigdata->tg_relation));
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("cannot update stream \"%s\"",
+					OidIsValid(relid) ? get_rel_name(relid) :
 					RelationGetRelationName(trigdata->tg_relation)),
 			 errdetail("A stream is an append-only log: rows can be inserted and deleted, not updated.")));
 	return PointerGetDatum(NULL);

@@ -38,6 +38,12 @@
  * the row itself: nobody's search_path at insert time re-resolves a name.
  * The prepared expressions are cached per backend and per stream, and
  * dropped on relcache invalidation of the stream table.
+ *
+ * On a Citus worker the trigger fires on the shard of a distributed
+ * stream (citus.c): the row comes with its partition (chosen before
+ * routing), the offset comes from this node's range of the stream's
+ * sequence (sw_shard_offset, commit_order.c), and the commit writes the
+ * commit log's co-located shard.
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -103,6 +109,11 @@ typedef struct IngestCacheEntry
 	bool		sticky_claimed; /* ... claimed by this session (commit_order.c) */
 	LocalTransactionId sticky_checked;	/* the transaction that last checked the claim */
 	Oid			seqoid;
+	Oid			stream;			/* the stream; for a shard, its distributed table */
+	Oid			log;			/* a shard's: its commit log's shard (else InvalidOid) */
+	char	   *name;			/* the stream's name, for errors (a shard's: its table's) */
+	char	   *offset_mode;	/* a shard's, per partition: how offsets are taken
+								 * (commit_order.c, sw_shard_offset) */
 	AttrNumber	att_partition;
 	AttrNumber	att_offset;
 	AttrNumber	att_write_time;
@@ -368,8 +379,8 @@ ingest_state(Relation rel, Trigger *trigger)
 	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "streamwm ingest",
 									   ALLOCSET_SMALL_SIZES);
 
-	if (trigger->tgnargs != 1)
-		elog(ERROR, "streamwm_internal._stream_insert() needs 1 trigger argument");
+	if (trigger->tgnargs != 1 && trigger->tgnargs != 2)
+		elog(ERROR, "streamwm_internal._stream_insert() needs 1 or 2 trigger arguments");
 	entry->npartitions = pg_strtoint32(trigger->tgargs[0]);
 	if (entry->npartitions < 1)
 		elog(ERROR, "invalid partition count in trigger on %s",
@@ -383,21 +394,38 @@ ingest_state(Relation rel, Trigger *trigger)
 		elog(ERROR, "SPI_connect failed");
 	is_stream = sw_lookup_stream(relid, false, NULL, NULL);
 	SPI_finish();
-	if (!is_stream && OidIsValid(sw_citus_shard_owner(relid)))
+	entry->stream = relid;
+	entry->log = InvalidOid;
+	/*
+	 * A shard of a distributed stream (citus.c): the second argument names
+	 * the stream's commit log, whose co-located shard on this node the
+	 * commit writes; offsets come from this node's range of the stream's
+	 * sequence, ordered at commit.
+	 */
+	if (!is_stream && trigger->tgnargs == 2 &&
+		OidIsValid(entry->stream = sw_citus_shard_owner(relid)))
+	{
+		entry->log = sw_citus_log_shard(relid, trigger->tgargs[1]);
+		is_stream = true;
+	}
+	else if (!is_stream && OidIsValid(sw_citus_shard_owner(relid)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("\"%s\" is a shard of Citus table %s: streamwm cannot ingest into a distributed stream",
 						RelationGetRelationName(rel), sw_relation_name(sw_citus_shard_owner(relid))),
 				 errdetail("A stream's partition and offset are assigned on the node that holds the stream; "
 						   "Citus routed this row to a shard first."),
-				 errhint("Drop the stream with streamwm.drop_stream() on the coordinator and create it again as a local stream; distributed streams are not supported yet.")));
+				 errhint("Drop the stream with streamwm.drop_stream() on the coordinator and create it again with streamwm.create_stream(..., distributed => true).")));
 	if (!is_stream)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a stream", RelationGetRelationName(rel)),
 				 errdetail("streamwm_internal._stream_insert() runs only on the stream tables streamwm.create_stream() makes.")));
 
-	seqs = getOwnedSequences(relid);
+	entry->name = MemoryContextStrdup(entry->cxt, get_rel_name(entry->stream));
+	entry->offset_mode = OidIsValid(entry->log) ?
+		MemoryContextAllocZero(entry->cxt, entry->npartitions) : NULL;
+	seqs = getOwnedSequences(entry->stream);
 	if (list_length(seqs) != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -519,7 +547,7 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_GENERATED_ALWAYS),
 				 errmsg("cannot insert a value into column \"sw_offset\" of stream %s",
-						RelationGetRelationName(rel)),
+						st->name),
 				 errdetail("Offsets are assigned by streamwm.")));
 
 	/* ... nor sw_event_time (set sw_write_time or define event_time) */
@@ -528,7 +556,7 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_GENERATED_ALWAYS),
 				 errmsg("cannot insert a value into column \"sw_event_time\" of stream %s",
-						RelationGetRelationName(rel)),
+						st->name),
 				 errdetail("The event time is the stream's event_time expression evaluated on the row, or else sw_write_time."),
 				 errhint("Set sw_write_time, or define event_time when creating the stream.")));
 
@@ -550,7 +578,7 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("partition %d is out of range for stream %s",
-							partition, RelationGetRelationName(rel)),
+							partition, st->name),
 					 errdetail_plural("The stream has %d partition, numbered 0 to %d.",
 									  "The stream has %d partitions, numbered 0 to %d.",
 									  st->npartitions,
@@ -596,8 +624,11 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 	values[st->att_partition - 1] = Int32GetDatum(partition);
 	replace[st->att_partition - 1] = true;
 
-	offset = nextval_internal(st->seqoid, false);
-	sw_commit_order_note(RelationGetRelid(rel), st->seqoid, partition, offset);
+	if (OidIsValid(st->log))
+		offset = sw_shard_offset(st->seqoid, st->log, partition, &st->offset_mode[partition]);
+	else
+		offset = nextval_internal(st->seqoid, false);
+	sw_commit_order_note(st->stream, RelationGetRelid(rel), st->log, st->seqoid, partition, offset);
 	values[st->att_offset - 1] = Int64GetDatum(offset);
 	replace[st->att_offset - 1] = true;
 
@@ -622,13 +653,13 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_NOT_NULL_VIOLATION),
 					 errmsg("event time of a row of stream %s is NULL",
-							RelationGetRelationName(rel)),
+							st->name),
 					 errdetail("The event_time expression returned NULL.")));
 		if (TIMESTAMP_NOT_FINITE(DatumGetTimestampTz(d)))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 					 errmsg("event time of a row of stream %s is not finite",
-							RelationGetRelationName(rel))));
+							st->name)));
 		values[st->att_event_time - 1] = d;
 		heap_freetuple(filled);
 	}

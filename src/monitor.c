@@ -151,7 +151,7 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 		SPI_finish();
 		return (Datum) 0;
 	}
-	relname = sw_relation_name(relid);
+	relname = sw_stream_rows_name(relid);
 	head_sql = psprintf("SELECT t.sw_offset FROM ONLY %s t"
 						" WHERE t.sw_partition = $1 ORDER BY t.sw_offset DESC LIMIT 1",
 						relname);
@@ -219,7 +219,7 @@ streamwm_query_pending(PG_FUNCTION_ARGS)
 		sw_spi_exec(psprintf("SELECT pg_catalog.count(*), pg_catalog.max(t.sw_event_time),"
 							 " pg_catalog.min(t.sw_event_time)"
 							 " FROM ONLY %s t WHERE t.sw_event_time >= $1",
-							 sw_relation_name(relid)),
+							 sw_stream_rows_name(relid)),
 					1, types, args, NULL, SPI_OK_SELECT);
 		sw_leave_role(&cx);
 		check_result_type(2, TIMESTAMPTZOID);

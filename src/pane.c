@@ -238,7 +238,7 @@ sw_fold_rows_query(Oid relid, const char *pane_sql, bool by_event_time)
 										" AND sw_r.sw_offset <= sw_o.done) sw_s%s OFFSET 0",
 										sw_stream_columns_sql(relid, "sw_s"),
 										pane_sql ? ", " : "", pane_sql ? psprintf("%s AS sw_pane", pane_sql) : "",
-										sw_relation_name(relid),
+										sw_stream_rows_name(relid),
 										by_event_time ? psprintf(" WHERE sw_s.sw_event_time > $6 AND (NOT $7 OR %s)",
 																 sw_not_late_sql(relid)) : ""),
 							   types, lengthof(types));

@@ -930,13 +930,13 @@ close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
  * lock is then held to the end of the step, which autovacuum skips.
  */
 static void
-summarize_new_ranges(Oid relid, Oid owner, const char *relname)
+summarize_new_ranges(Oid stream, Oid relid, Oid owner, const char *relname)
 {
 	SwRoleContext rcx;
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 
-	if (!sw_catalog_stream_has_general_query(relid) || !ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
+	if (!sw_catalog_stream_has_general_query(stream) || !ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
 		return;
 	/* as the stream's owner: the function requires it */
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
@@ -968,6 +968,27 @@ summarize_new_ranges(Oid relid, Oid owner, const char *relname)
  * arrived before now - retention, whatever their event time.  Returns the
  * number of stream rows removed.
  */
+/*
+ * A distributed stream's retention (citus.c): what it removed from the
+ * coordinator's copy of the rows (the DELETE's RETURNING partition and
+ * offset) goes from the shards too.  As the stream's owner.
+ */
+static void
+expire_distributed(Oid relid)
+{
+	if (!sw_stream_distributed(relid, NULL, NULL) || SPI_processed == 0)
+		return;
+	sw_citus_forget_rows(relid, SPI_tuptable, SPI_processed);
+}
+
+/* " RETURNING ..." for retention's DELETE on a distributed stream's copy */
+static const char *
+returning_if_distributed(Oid relid)
+{
+	return sw_stream_distributed(relid, NULL, NULL) ?
+		" RETURNING t.sw_partition, t.sw_offset" : "";
+}
+
 static uint64
 expire_late_rows(Oid relid, Oid owner, const char *relname, int64 retention_us,
 				 TimestampTz now)
@@ -996,11 +1017,12 @@ expire_late_rows(Oid relid, Oid owner, const char *relname, int64 retention_us,
 								 " WHERE l.stream OPERATOR(pg_catalog.=) $1"
 								 " AND l.arrival OPERATOR(pg_catalog.<) $2"
 								 " AND t.sw_partition OPERATOR(pg_catalog.=) l.partition"
-								 " AND t.sw_offset OPERATOR(pg_catalog.=) l.sw_offset",
-								 relname),
+								 " AND t.sw_offset OPERATOR(pg_catalog.=) l.sw_offset%s",
+								 relname, returning_if_distributed(relid)),
 						2, types, values);
-	sw_leave_role(&rcx);
 	removed = SPI_processed;
+	expire_distributed(relid);
+	sw_leave_role(&rcx);
 	sw_catalog_expire_late_log(relid, cutoff);
 	return removed;
 }
@@ -1068,11 +1090,12 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
 								 " WHERE NOT EXISTS (SELECT 1 FROM streamwm.late_event_log l"
 								 " WHERE l.stream OPERATOR(pg_catalog.=) $1"
 								 " AND l.partition OPERATOR(pg_catalog.=) r.sw_partition"
-								 " AND l.sw_offset OPERATOR(pg_catalog.=) r.sw_offset)))",
-								 relname, relname),
+								 " AND l.sw_offset OPERATOR(pg_catalog.=) r.sw_offset)))%s",
+								 relname, relname, returning_if_distributed(relid)),
 						3, types, values);
-	sw_leave_role(&rcx);
 	removed = SPI_processed;
+	expire_distributed(relid);
+	sw_leave_role(&rcx);
 	sw_catalog_consume_marks(relid, horizon, values[2], mark);
 	if (removed > 0)
 		sw_catalog_set_retained_from(relid, horizon);
@@ -1162,6 +1185,11 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	SwRoleContext ccx;
 	StepReader	reader;
 	TimestampTz fence_clock;
+	Oid			rowsrel;
+	Oid			logrel;
+	bool		distributed;
+	char	   *rowsname;
+	int64	   *before = NULL;
 
 	memset(&clock, 0, sizeof(clock));
 	memset(&late, 0, sizeof(late));
@@ -1204,6 +1232,11 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	}
 	relname = sw_relation_name(relid);
 	owner = sw_relation_owner(relid);
+	/* a distributed stream's rows are read into the coordinator's copy (citus.c) */
+	distributed = sw_stream_distributed(relid, &rowsrel, &logrel);
+	if (!distributed)
+		rowsrel = relid;
+	rowsname = distributed ? sw_relation_name(rowsrel) : relname;
 
 	/* what has arrived, and who is still writing (commit_order.c) */
 	memset(&reader, 0, sizeof(reader));
@@ -1223,7 +1256,18 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 		reader.cut[i] = true;
 		reader.beyond_hi[i] = -1;
 	}
-	reader.snapshot = sw_commit_fence(relid, clock.npartitions, reader.live, &fence_clock);
+	if (distributed)
+	{
+		before = palloc(clock.npartitions * sizeof(int64));
+		for (int p = 0; p < clock.npartitions; p++)
+			before[p] = clock.parts[p].processed_offset;
+		/* each node's fence, then what arrived before the earliest of them */
+		fence_clock = sw_citus_read_arrivals(relid, rowsrel, logrel, owner, &clock, reader.live);
+		CommandCounterIncrement();
+		reader.snapshot = RegisterSnapshot(GetLatestSnapshot());
+	}
+	else
+		reader.snapshot = sw_commit_fence(relid, clock.npartitions, reader.live, &fence_clock);
 	clock.held_from = held_from;
 	clock.held_arg = &reader;
 	if (TIMESTAMP_IS_NOBEGIN(now))
@@ -1236,7 +1280,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 
 		if (max_rows > 0 && max_rows - events < limit)
 			limit = Max(max_rows - events, 1);
-		n = read_batch(&reader, owner, relname, limit, &late, &caught_up);
+		n = read_batch(&reader, owner, rowsname, limit, &late, &caught_up);
 		events += n;
 		if (caught_up)
 			break;
@@ -1264,9 +1308,11 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 
 	save_stream(relid, &clock, events, &late, now);
 	sw_catalog_prune_commit_log(relid, processed_offsets(&clock));
-	summarize_new_ranges(relid, owner, relname);
+	if (distributed)
+		sw_citus_prune_log(logrel, &clock, before);
+	summarize_new_ranges(relid, rowsrel, owner, rowsname);
 	needed = close_all_windows(relid, &clock, now, from_worker);
-	apply_retention(relid, owner, relname, &clock, retention_us, needed, now);
+	apply_retention(relid, owner, rowsname, &clock, retention_us, needed, now);
 	sw_leave_role(&ccx);
 	return events;
 }

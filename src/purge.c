@@ -240,7 +240,9 @@ sw_retention_delete(Oid relid, const char *relname, const char *sql,
 	PG_TRY();
 	{
 		sw_spi_exec_bounded(psprintf("retention of stream %s", relname),
-							sql, nargs, types, values, NULL, SPI_OK_DELETE, InvalidSnapshot);
+							sql, nargs, types, values, NULL,
+							strstr(sql, " RETURNING ") ? SPI_OK_DELETE_RETURNING : SPI_OK_DELETE,
+							InvalidSnapshot);
 	}
 	PG_FINALLY();
 	{

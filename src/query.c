@@ -428,7 +428,7 @@ window_rows_query(Oid relid, int64 size_us)
 										" AND sw_s.sw_offset <= ($2::pg_catalog.int8[])[sw_s.sw_partition + 1]"
 										" AND sw_s.sw_event_time >= $3 AND sw_s.sw_event_time < $3 + %s"
 										" AND %s OFFSET 0",
-										sw_stream_columns_sql(relid, "sw_s"), sw_relation_name(relid),
+										sw_stream_columns_sql(relid, "sw_s"), sw_stream_rows_name(relid),
 										sw_interval_literal(size_us), sw_not_late_sql(relid)),
 							   types, lengthof(types));
 }
@@ -739,7 +739,7 @@ ordered_statement(const SwQueryDef *def)
 														  " AND sw_s.sw_event_time >= $3 AND sw_s.sw_event_time < $4"
 														  " AND %s OFFSET 0",
 														  sw_stream_columns_sql(def->stream, "sw_s"),
-														  sw_relation_name(def->stream),
+														  sw_stream_rows_name(def->stream),
 														  sw_not_late_sql(def->stream)),
 												 types, lengthof(types)));
 	initStringInfo(&names);
@@ -870,7 +870,7 @@ windows_with_rows(const SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
 						 " AND sw_s.sw_event_time > $3 AND sw_s.sw_event_time < $4 + %s"
 						 " ORDER BY p",
 						 sw_window_start_sql("sw_s.sw_event_time", def->hop_us, def->origin),
-						 sw_relation_name(def->stream), sw_interval_literal(def->size_us)),
+						 sw_stream_rows_name(def->stream), sw_interval_literal(def->size_us)),
 				4, types, values, NULL, SPI_OK_SELECT);
 	return panes_to_windows(def, lo, hi);
 }
@@ -935,7 +935,7 @@ windows_to_refire(const SwQueryDef *def, Datum offsets, TimestampTz floor, Times
 						 " WHERE sw_s.sw_event_time > $4 AND sw_s.sw_event_time < $5 + %s AND %s"
 						 " ORDER BY p",
 						 sw_window_start_sql("sw_s.sw_event_time", def->hop_us, def->origin),
-						 sw_relation_name(def->stream),
+						 sw_stream_rows_name(def->stream),
 						 sw_interval_literal(def->size_us), sw_not_late_sql(def->stream)),
 				5, types, values, nulls, SPI_OK_SELECT);
 	return panes_to_windows(def, floor, lo);

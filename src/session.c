@@ -139,7 +139,7 @@ session_rows_query(Oid relid)
 										" ($2::pg_catalog.int8[])[sw_s.sw_partition OPERATOR(pg_catalog.+) 1]"
 										" AND sw_s.sw_event_time OPERATOR(pg_catalog.>=) $3"
 										" AND %s OFFSET 0",
-										sw_stream_columns_sql(relid, "sw_s"), sw_relation_name(relid),
+										sw_stream_columns_sql(relid, "sw_s"), sw_stream_rows_name(relid),
 										sw_not_late_sql(relid)),
 							   session_param_types, 3);
 }

@@ -100,7 +100,7 @@ psql -X -q -h "$dir" -p "$1" -U postgres -d "$db" -v ON_ERROR_STOP=1 \
 tests=${CITUS_TESTS:-$(ls sql/*.sql | sed 's|sql/||; s|\.sql$||' | sort | tr '\n' ' ')}
 pg_regress=$("$PG_BIN/pg_config" --pgxs | sed 's|/src/makefiles/pgxs.mk$||')/src/test/regress/pg_regress
 # the tests talk to the workers through psql's \connect with these
-export PGHOST=localhost CITUS_W1=$2 CITUS_W2=$3
+export PGHOST=localhost CITUS_COORDINATOR=$1 CITUS_W1=$2 CITUS_W2=$3 CITUS_DIR=$dir
 "$pg_regress" --use-existing --bindir="$PG_BIN" --host=localhost --port="$1" --user=postgres \
     --dbname="$db" --inputdir=. --outputdir=results $tests 2>&1 | tee results/regress.log
 
