@@ -12,7 +12,8 @@
 #   (a step is cut short, and no higher rate tried, once the worker's
 #   processing lag exceeds this, default 10), DRAIN_S (how long after the
 #   clients stop the backlog may take to drain, default 10), PG_BIN (the bin
-#   directory of the PostgreSQL streamwm was installed into).
+#   directory of the PostgreSQL streamwm was installed into), BATCH_SIZE
+#   (streamwm.batch_size of the cluster, default the GUC's default).
 #   BURST_ROWS = 0 skips the burst.  About 1 + RATES x (STEP_SECONDS + 5) s.
 #
 # A throwaway cluster with shared_preload_libraries = 'streamwm': the
@@ -60,7 +61,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 burst=${1:-2000000}; step_s=${2:-40}; rates=${3:-"10000 25000 50000 75000 100000 150000 200000 300000"}
-BENCH_ENV="PARTITIONS POLL_MS CUT_LAG_S DRAIN_S"
+BENCH_ENV="PARTITIONS POLL_MS CUT_LAG_S DRAIN_S BATCH_SIZE"
 . "$here/common.sh"
 bench_as_postgres e2e.sh "$burst" "$step_s" "$rates"
 out=${BENCH_OUT:-$here}
@@ -69,6 +70,7 @@ commit=${COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?'
 started=$(date +%s)
 settings=("shared_preload_libraries = 'streamwm'" "shared_buffers = '1GB'" "max_wal_size = '8GB'"
           "synchronous_commit = off" "streamwm.query_timeout = 0")
+[ -n "${BATCH_SIZE:-}" ] && settings+=("streamwm.batch_size = $BATCH_SIZE")
 bench_cluster "${settings[@]}"
 now_ns() { date +%s%N; }
 
