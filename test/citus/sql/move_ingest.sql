@@ -1,0 +1,160 @@
+-- A shard move (citus_move_shard_placement) *while* writers insert into the
+-- moving partition (issue 13, "Must show"): two writers on their own
+-- connections (dblink, asynchronous), one writing only the moving partition
+-- (one-row INSERTs and two-row ingest() calls), the other the three other
+-- partitions and stepping the stream as it goes.  Partition 2's shard moves
+-- away with logical replication (shard_transfer_mode 'force_logical':
+-- writes go on during the copy and the catch-up, then are blocked for the
+-- switch), then back with 'block_writes', each time while both writers run.
+-- Nothing here depends on timing: each writer writes a known set of rows;
+-- at a given row it waits until the move is running (so its next rows are
+-- written during the move), at a later one until no move is running; the
+-- test waits for both writers to finish and checks the final state: every
+-- row stored once, offsets increasing per partition in commit order, every
+-- row read by steps once, the window equal to a recomputation.
+SET TimeZone = 'UTC';
+SET DateStyle = 'ISO, YMD';
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS dblink;
+SELECT streamwm.create_stream('mm', 'k int', partitions => 4, watermark_delay => '1 s',
+                              idle_timeout => '1 day', distributed => true);
+SELECT streamwm.create_query('mmq', 'SELECT count(*) AS n, sum(k) AS s FROM mm', hop => '1 h', size => '1 h');
+-- what the writers sent, in the order each committed it (one writer per
+-- partition, so seq orders each partition's commits)
+CREATE TABLE mm_sent (seq serial, k int, part int);
+
+-- wait (at most 120 s) until a shard move is running in another session,
+-- or until none is
+CREATE FUNCTION mm_wait_move(running boolean) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    FOR n IN 1 .. 1200 LOOP
+        PERFORM pg_stat_clear_snapshot();  -- else one snapshot a transaction
+        IF EXISTS (SELECT FROM pg_stat_activity
+                    WHERE pid <> pg_backend_pid() AND state = 'active'
+                      AND query LIKE '%citus\_move\_shard\_placement%') = running THEN
+            RETURN;
+        END IF;
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+    RAISE EXCEPTION 'mm_wait_move(%): timed out', running;
+END $$;
+
+-- writer w, rows first .. last, each its own transaction; at row pause_at
+-- it waits for the move to be running, at row resume_at for it to be over.
+-- w = 1: partition 2, one-row INSERTs, and every 5th row an ingest() of two
+-- more; w = 2: partitions 0, 1, 3 in turn, a step every 10 rows.  Event
+-- times increase with i (no row is late).
+CREATE PROCEDURE mm_write(w int, first int, last int, pause_at int, resume_at int)
+LANGUAGE plpgsql AS $$
+DECLARE
+    part int;
+    t timestamptz;
+BEGIN
+    FOR i IN first .. last LOOP
+        IF i = pause_at THEN PERFORM mm_wait_move(true); END IF;
+        IF i = resume_at THEN PERFORM mm_wait_move(false); END IF;
+        part := CASE WHEN w = 1 THEN 2 ELSE (ARRAY[0, 1, 3])[1 + i % 3] END;
+        t := '1970-01-01 00:00:00Z'::timestamptz + make_interval(secs => i);
+        INSERT INTO mm (k, sw_partition, sw_write_time) VALUES (w * 300000 - 200000 + i, part, t);
+        INSERT INTO mm_sent (k, part) VALUES (w * 300000 - 200000 + i, part);
+        COMMIT;
+        IF w = 1 AND i % 5 = 0 THEN
+            PERFORM streamwm.ingest('mm', jsonb_build_array(jsonb_build_object('k', 200000 + i),
+                                                            jsonb_build_object('k', 300000 + i)),
+                                    partition => 2, write_time => t);
+            INSERT INTO mm_sent (k, part) VALUES (200000 + i, 2), (300000 + i, 2);
+            COMMIT;
+        END IF;
+        IF w = 2 AND i % 10 = 0 THEN
+            PERFORM streamwm.process('mm');
+            COMMIT;
+        END IF;
+    END LOOP;
+END $$;
+
+-- start both writers for rows first .. last; wait until each has committed
+-- row pause_at - 1
+CREATE FUNCTION mm_start(first int, last int, pause_at int, resume_at int) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    conn text := format('host=localhost port=%s dbname=%s user=postgres',
+                        current_setting('port'), current_database());
+BEGIN
+    FOR w IN 1 .. 2 LOOP
+        PERFORM dblink_connect('mm_w' || w, conn);
+        PERFORM dblink_send_query('mm_w' || w,
+                                  format('CALL mm_write(%s, %s, %s, %s, %s)', w, first, last, pause_at, resume_at));
+    END LOOP;
+    FOR n IN 1 .. 1200 LOOP
+        IF (SELECT count(*) FROM mm_sent WHERE k IN (100000 + pause_at - 1, 400000 + pause_at - 1)) = 2 THEN
+            RETURN;
+        END IF;
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+    RAISE EXCEPTION 'mm_start: the writers did not reach row %', pause_at - 1;
+END $$;
+-- wait for both writers to finish (their errors are raised here)
+CREATE FUNCTION mm_finish() RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    res text := '';
+    r text;
+BEGIN
+    FOR w IN 1 .. 2 LOOP
+        FOR r IN SELECT status FROM dblink_get_result('mm_w' || w) AS x(status text) LOOP
+            res := res || 'writer ' || w || ': ' || r || '; ';
+        END LOOP;
+        PERFORM dblink_disconnect('mm_w' || w);
+    END LOOP;
+    RETURN res;
+END $$;
+
+SELECT get_shard_id_for_distribution_column('mm', 2) AS moved \gset
+SELECT nodeport AS home FROM citus_shards WHERE shardid = :moved \gset
+SELECT nodeport AS away FROM pg_dist_node WHERE nodeport NOT IN (:home) AND shouldhaveshards \gset
+
+-- 1. away, by logical replication, while both writers write rows 1 .. 400
+-- (rows 101 .. 299 start during the move or after it)
+SELECT mm_start(1, 400, 101, 300);
+SELECT citus_move_shard_placement(:moved, 'localhost', :home, 'localhost', :away,
+                                  shard_transfer_mode => 'force_logical');
+SELECT mm_finish();
+SELECT count(DISTINCT nodeport) AS log_moved_along FROM citus_shards
+ WHERE shardid IN (:moved, get_shard_id_for_distribution_column('mm_sw_log', 2)) AND nodeport = :away;
+-- 2. back, blocking writes, while both writers write rows 401 .. 800
+SELECT mm_start(401, 800, 501, 700);
+SELECT citus_move_shard_placement(:moved, 'localhost', :away, 'localhost', :home,
+                                  shard_transfer_mode => 'block_writes');
+SELECT mm_finish();
+SELECT streamwm.process('mm');
+
+-- in each partition, offsets increase in the order the rows were committed
+SELECT part, count(*) AS rows, bool_and(ordered) AS offsets_increase
+  FROM (SELECT s.part, m.sw_offset > lag(m.sw_offset) OVER w OR lag(m.sw_offset) OVER w IS NULL AS ordered
+          FROM mm_sent s JOIN mm m ON m.k = s.k AND m.sw_partition = s.part
+        WINDOW w AS (PARTITION BY s.part ORDER BY s.seq)) x
+ GROUP BY part ORDER BY part;
+-- every row stored once, in its partition
+SELECT (SELECT count(*) FROM mm_sent) AS sent, (SELECT count(*) FROM mm) AS stored,
+       (SELECT count(DISTINCT k) FROM mm) AS distinct_stored,
+       (SELECT count(*) FROM mm_sent s JOIN mm m ON m.k = s.k AND m.sw_partition = s.part) AS matched;
+SELECT sw_partition, count(*) = count(DISTINCT sw_offset) AS unique_offsets FROM mm GROUP BY 1 ORDER BY 1;
+-- every row read by steps once (two statements: Citus 13.2 crashes on a
+-- statement that reads a distributed table and this view, DESIGN.md)
+SELECT count(*) AS stored FROM mm \gset
+SELECT events = :stored AS all_read, late_events FROM streamwm.streams WHERE stream = 'mm'::regclass;
+SELECT (SELECT count(*) FROM mm_sw_rows) = :stored AS copied_once,
+       (SELECT count(*) FROM (SELECT * FROM mm EXCEPT SELECT * FROM mm_sw_rows) d) AS differ;
+SELECT partition, processed_offset = last_offset AS caught_up FROM streamwm.partitions
+ WHERE stream = 'mm'::regclass ORDER BY 1;
+-- a last row in every partition closes the window: it counts every row once
+INSERT INTO mm (k, sw_partition, sw_write_time)
+SELECT 0, p, '1970-01-01 02:00:00Z' FROM generate_series(0, 3) p;
+SELECT streamwm.process('mm');
+SELECT q.window_start, q.n = s.n AS count_equal, q.s = s.s AS sum_equal, q.n
+  FROM mmq q, (SELECT count(*) AS n, sum(k) AS s FROM mm_sent) s ORDER BY 1;
+
+SELECT streamwm.drop_stream('mm', cascade => true);
+DROP TABLE mmq, mm_sent;
+DROP PROCEDURE mm_write(int, int, int, int, int);
+DROP FUNCTION mm_wait_move(boolean), mm_start(int, int, int, int), mm_finish();
+DROP EXTENSION dblink;
