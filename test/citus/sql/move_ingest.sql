@@ -21,17 +21,22 @@ SELECT streamwm.create_stream('mm', 'k int', partitions => 4, watermark_delay =>
 SELECT streamwm.create_query('mmq', 'SELECT count(*) AS n, sum(k) AS s FROM mm', hop => '1 h', size => '1 h');
 -- what the writers sent, in the order each committed it (one writer per
 -- partition, so seq orders each partition's commits)
-CREATE TABLE mm_sent (seq serial, k int, part int);
+-- partition; moving: a shard move was running when the row's INSERT began)
+CREATE TABLE mm_sent (seq serial, k int, part int, moving boolean);
 
--- wait (at most 120 s) until a shard move is running in another session,
--- or until none is
+-- is a shard move running in another session?
+CREATE FUNCTION mm_moving() RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_stat_clear_snapshot();  -- else one snapshot a transaction
+    RETURN EXISTS (SELECT FROM pg_stat_activity
+                    WHERE pid <> pg_backend_pid() AND state = 'active'
+                      AND query LIKE '%citus\_move\_shard\_placement%');
+END $$;
+-- wait (at most 120 s) until a shard move is running, or until none is
 CREATE FUNCTION mm_wait_move(running boolean) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
     FOR n IN 1 .. 1200 LOOP
-        PERFORM pg_stat_clear_snapshot();  -- else one snapshot a transaction
-        IF EXISTS (SELECT FROM pg_stat_activity
-                    WHERE pid <> pg_backend_pid() AND state = 'active'
-                      AND query LIKE '%citus\_move\_shard\_placement%') = running THEN
+        IF mm_moving() = running THEN
             RETURN;
         END IF;
         PERFORM pg_sleep(0.1);
@@ -49,20 +54,22 @@ LANGUAGE plpgsql AS $$
 DECLARE
     part int;
     t timestamptz;
+    mov boolean;
 BEGIN
     FOR i IN first .. last LOOP
         IF i = pause_at THEN PERFORM mm_wait_move(true); END IF;
         IF i = resume_at THEN PERFORM mm_wait_move(false); END IF;
         part := CASE WHEN w = 1 THEN 2 ELSE (ARRAY[0, 1, 3])[1 + i % 3] END;
         t := '1970-01-01 00:00:00Z'::timestamptz + make_interval(secs => i);
+        mov := mm_moving();
         INSERT INTO mm (k, sw_partition, sw_write_time) VALUES (w * 300000 - 200000 + i, part, t);
-        INSERT INTO mm_sent (k, part) VALUES (w * 300000 - 200000 + i, part);
+        INSERT INTO mm_sent (k, part, moving) VALUES (w * 300000 - 200000 + i, part, mov);
         COMMIT;
         IF w = 1 AND i % 5 = 0 THEN
             PERFORM streamwm.ingest('mm', jsonb_build_array(jsonb_build_object('k', 200000 + i),
                                                             jsonb_build_object('k', 300000 + i)),
                                     partition => 2, write_time => t);
-            INSERT INTO mm_sent (k, part) VALUES (200000 + i, 2), (300000 + i, 2);
+            INSERT INTO mm_sent (k, part, moving) VALUES (200000 + i, 2, mov), (300000 + i, 2, mov);
             COMMIT;
         END IF;
         IF w = 2 AND i % 10 = 0 THEN
@@ -126,6 +133,11 @@ SELECT citus_move_shard_placement(:moved, 'localhost', :away, 'localhost', :home
                                   shard_transfer_mode => 'block_writes');
 SELECT mm_finish();
 SELECT streamwm.process('mm');
+-- rows into the moving partition were written during both moves (how many
+-- depends on timing; row 101 and row 501 began during them by construction)
+SELECT count(*) FILTER (WHERE k <= 100400 AND moving) > 0 AS during_first_move,
+       count(*) FILTER (WHERE k > 100400 AND moving) > 0 AS during_second_move
+  FROM mm_sent WHERE part = 2 AND k < 200000;
 
 -- in each partition, offsets increase in the order the rows were committed
 SELECT part, count(*) AS rows, bool_and(ordered) AS offsets_increase
@@ -156,5 +168,5 @@ SELECT q.window_start, q.n = s.n AS count_equal, q.s = s.s AS sum_equal, q.n
 SELECT streamwm.drop_stream('mm', cascade => true);
 DROP TABLE mmq, mm_sent;
 DROP PROCEDURE mm_write(int, int, int, int, int);
-DROP FUNCTION mm_wait_move(boolean), mm_start(int, int, int, int), mm_finish();
+DROP FUNCTION mm_moving(), mm_wait_move(boolean), mm_start(int, int, int, int), mm_finish();
 DROP EXTENSION dblink;
