@@ -3,9 +3,12 @@
 -- connections (dblink, asynchronous), one writing only the moving partition
 -- (one-row INSERTs and two-row ingest() calls), the other the three other
 -- partitions and stepping the stream as it goes.  Partition 2's shard moves
--- away with logical replication (shard_transfer_mode 'force_logical':
--- writes go on during the copy and the catch-up, then are blocked for the
--- switch), then back with 'block_writes', each time while both writers run.
+-- away and back with logical replication (shard_transfer_mode
+-- 'force_logical': writes go on during the copy and the catch-up, then are
+-- blocked for the switch), then away again with 'block_writes', each time
+-- while both writers run.  One of the two directions goes to the node whose
+-- range of the offset sequence is lower (DESIGN.md, "Shard moves": the rows
+-- written there take provisional offsets and are renumbered at commit).
 -- Nothing here depends on timing: each writer writes a known set of rows;
 -- at a given row it waits until the move is running (so its next rows are
 -- written during the move), at a later one until no move is running; the
@@ -127,16 +130,22 @@ SELECT citus_move_shard_placement(:moved, 'localhost', :home, 'localhost', :away
 SELECT mm_finish();
 SELECT count(DISTINCT nodeport) AS log_moved_along FROM citus_shards
  WHERE shardid IN (:moved, get_shard_id_for_distribution_column('mm_sw_log', 2)) AND nodeport = :away;
--- 2. back, blocking writes, while both writers write rows 401 .. 800
+-- 2. back, by logical replication, while both writers write rows 401 .. 800
 SELECT mm_start(401, 800, 501, 700);
 SELECT citus_move_shard_placement(:moved, 'localhost', :away, 'localhost', :home,
+                                  shard_transfer_mode => 'force_logical');
+SELECT mm_finish();
+-- 3. away again, blocking writes, while both writers write rows 801 .. 1200
+SELECT mm_start(801, 1200, 901, 1100);
+SELECT citus_move_shard_placement(:moved, 'localhost', :home, 'localhost', :away,
                                   shard_transfer_mode => 'block_writes');
 SELECT mm_finish();
 SELECT streamwm.process('mm');
--- rows into the moving partition were written during both moves (how many
--- depends on timing; row 101 and row 501 began during them by construction)
-SELECT count(*) FILTER (WHERE k <= 100400 AND moving) > 0 AS during_first_move,
-       count(*) FILTER (WHERE k > 100400 AND moving) > 0 AS during_second_move
+-- rows into the moving partition were written during each move (how many
+-- depends on timing; rows 101, 501 and 901 began during them by construction)
+SELECT count(*) FILTER (WHERE k <= 100400 AND moving) > 0 AS during_move_1,
+       count(*) FILTER (WHERE k > 100400 AND k <= 100800 AND moving) > 0 AS during_move_2,
+       count(*) FILTER (WHERE k > 100800 AND moving) > 0 AS during_move_3
   FROM mm_sent WHERE part = 2 AND k < 200000;
 
 -- in each partition, offsets increase in the order the rows were committed
