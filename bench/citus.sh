@@ -29,6 +29,12 @@
 # Each run (the order of the two sides alternating between runs):
 #   ingest      one COPY ... FROM STDIN of the N rows, wall clock (CHECKPOINT
 #               on every node before it)
+#   2 clients   into a fresh stream again (not processed): two COPYs at once,
+#               each of the rows of the partitions one worker holds (2 and
+#               2), wall clock; into the local stream both through the
+#               coordinator, into the distributed one each through the worker
+#               that holds its partitions (Citus MX: the rows go straight to
+#               that node's shards, the coordinator takes no part)
 #   processing  VACUUM ANALYZE and CHECKPOINT on every node (untimed), then
 #               streamwm.process(stream, now => W + 1 s) timed (psql \timing)
 #               until streamwm.streams says every row was read
@@ -108,6 +114,21 @@ prepare() {   # prepare STREAM DISTRIBUTED: a fresh stream and its query q_STREA
                                             distributed => $2)" \
           -c "SELECT streamwm.create_query('q_$1', \$q\$$(printf "$q5" "$1")\$q\$, hop => '2 s', size => '10 s')" >/dev/null
 }
+ingest2() {   # ingest2 STREAM PORT1 PORT2: two COPYs at once, prints ms
+    local s e
+    checkpoint_all
+    s=$(now_ns)
+    psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$2" -U postgres -d "$db" \
+        -c "COPY $1 (auction, bidder, price, sw_write_time, sw_partition) FROM STDIN" <"$dir/bids.1.tsv" &
+    local p1=$!
+    psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$3" -U postgres -d "$db" \
+        -c "COPY $1 (auction, bidder, price, sw_write_time, sw_partition) FROM STDIN" <"$dir/bids.2.tsv" &
+    local p2=$!
+    wait "$p1"; wait "$p2"
+    e=$(now_ns)
+    [ "$($PSQL -c "SELECT count(*) FROM $1")" = "$nbids" ] || { echo "2 clients: not every row stored" >&2; exit 1; }
+    echo $(( (e - s) / 1000000 ))
+}
 ingest() {   # ingest STREAM: prints ms
     local s e
     checkpoint_all
@@ -130,7 +151,19 @@ process() {   # process STREAM: prints total ms and calls
     echo "$total $calls"
 }
 
-echo "== $nbids bids, $parts partitions, $runs run(s)"
+# the partitions of each worker, as the distributed stream places them
+prepare bd true
+mapfile -t nodes < <($PSQL -F ' ' -c "SELECT nodeport, string_agg(p::text, ',' ORDER BY p)
+                                        FROM generate_series(0, $parts - 1) p
+                                        JOIN citus_shards ON shardid = get_shard_id_for_distribution_column('bd', p)
+                                       GROUP BY nodeport ORDER BY nodeport")
+[ "${#nodes[@]}" = 2 ] || { echo "the partitions are not on both workers: ${nodes[*]}" >&2; exit 1; }
+read -r w1 set1 <<<"${nodes[0]}"; read -r w2 set2 <<<"${nodes[1]}"
+for i in 1 2; do
+    set=$([ "$i" = 1 ] && echo "$set1" || echo "$set2")
+    awk -F'\t' -v set=",$set," 'index(set, "," $5 ",")' "$dir/bids.tsv" >"$dir/bids.$i.tsv"
+done
+echo "== $nbids bids, $parts partitions, $runs run(s); partitions $set1 on port $w1 ($(wc -l <"$dir/bids.1.tsv") rows), $set2 on port $w2 ($(wc -l <"$dir/bids.2.tsv") rows)"
 : >"$dir/times.txt"
 for ((run = 1; run <= runs; run++)); do
     prepare bl false; prepare bd true
@@ -141,15 +174,23 @@ for ((run = 1; run <= runs; run++)); do
         id=$(ingest bd); read -r pd cd <<<"$(process bd)"
         il=$(ingest bl); read -r pl cl <<<"$(process bl)"
     fi
-    diff=$($PSQL -c "SELECT (SELECT count(*) FROM (TABLE q_bl EXCEPT ALL TABLE q_bd) a)
-                          + (SELECT count(*) FROM (TABLE q_bd EXCEPT ALL TABLE q_bl) b)")
+    # the result tables, before the 2-client loads replace the streams
+    $PSQL -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS r_bl, r_bd" -c "CREATE TABLE r_bl AS TABLE q_bl" -c "CREATE TABLE r_bd AS TABLE q_bd" >/dev/null
+    diff=$($PSQL -c "SELECT (SELECT count(*) FROM (TABLE r_bl EXCEPT ALL TABLE r_bd) a)
+                          + (SELECT count(*) FROM (TABLE r_bd EXCEPT ALL TABLE r_bl) b)")
     late=$($PSQL -c "SELECT string_agg(late_events::text, '/' ORDER BY stream::text) FROM streamwm.streams
                       WHERE stream IN ('bl'::regclass, 'bd'::regclass)")
-    echo "run $run: local ingest $il ms, processing $pl ms ($cl calls); distributed ingest $id ms, processing $pd ms ($cd calls); differing result rows $diff; late (bd/bl) $late"
-    echo "$il $pl $id $pd $cl $cd" >>"$dir/times.txt"
     if [ "$diff" != 0 ]; then echo "the result tables differ" >&2; exit 1; fi
+    prepare bl false; prepare bd true
+    if [ $((run % 2)) = 1 ]; then
+        i2l=$(ingest2 bl "$port" "$port"); i2d=$(ingest2 bd "$w1" "$w2")
+    else
+        i2d=$(ingest2 bd "$w1" "$w2"); i2l=$(ingest2 bl "$port" "$port")
+    fi
+    echo "run $run: local ingest $il ms, processing $pl ms ($cl calls); distributed ingest $id ms, processing $pd ms ($cd calls); differing result rows $diff; late (bd/bl) $late; 2 clients: local $i2l ms, distributed $i2d ms"
+    echo "$il $pl $id $pd $cl $cd $i2l $i2d" >>"$dir/times.txt"
 done
-res=$($PSQL -c "SELECT count(*) || ' result rows, ' || count(DISTINCT window_start) || ' windows' FROM q_bl")
+res=$($PSQL -c "SELECT count(*) || ' result rows, ' || count(DISTINCT window_start) || ' windows' FROM r_bl")
 layout=$($PSQL -c "SELECT string_agg(n || ' on port ' || nodeport, ', ' ORDER BY nodeport)
                      FROM (SELECT nodeport, count(*) AS n FROM citus_shards
                             WHERE shardid IN (SELECT get_shard_id_for_distribution_column('bd', p)
@@ -159,20 +200,22 @@ ver=$($PSQL -c "SHOW server_version")
 citusver=$($PSQL -c "SELECT extversion FROM pg_extension WHERE extname = 'citus'")
 col() { awk -v c="$1" '{ print $c }' "$dir/times.txt" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 all() { awk -v c="$1" '{ printf "%s%s", (NR > 1 ? ", " : ""), $c }' "$dir/times.txt"; }
-il=$(col 1); pl=$(col 2); id=$(col 3); pd=$(col 4)
+il=$(col 1); pl=$(col 2); id=$(col 3); pd=$(col 4); i2l=$(col 7); i2d=$(col 8)
 rps() { awk -v n="$nbids" -v ms="$1" 'BEGIN { printf "%.0f", n * 1000 / ms }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 out=$(cat <<EOF
 $nbids Nexmark bids (bench/nexmark/gen.c, seed 42) over $span s of event time, max disorder $delay ms (= watermark_delay: no row late), $parts partitions (sw_partition = row number mod $parts, the same in both streams); q5: \`SELECT auction, count(*) AS n FROM bids GROUP BY auction\`, hop 2 s, size 10 s; $res
 machine: $(nproc) cores shared with other work, PostgreSQL $ver, Citus $citusver; THREE NODES ON THIS ONE MACHINE (coordinator + 2 workers, each $(IFS=';'; echo "${settings[*]}"), fsync off): they share the 2 cores, so this measures what distribution costs, not what it scales to
 local: a stream on the coordinator; distributed: \`distributed => true\`, its partitions' shards: $layout
-ingest: one COPY of the N rows (wall clock; CHECKPOINT on every node first); processing: \`streamwm.process(stream, now => W + 1 s)\` until every row is read (VACUUM ANALYZE, CHECKPOINT untimed first); median of $runs run(s)
+ingest: one COPY of the N rows (wall clock; CHECKPOINT on every node first); 2 clients: two COPYs at once, each of the rows of one worker's partitions, into the local stream through the coordinator, into the distributed one through that worker (a fresh stream, not processed); processing: \`streamwm.process(stream, now => W + 1 s)\` until every row is read (VACUUM ANALYZE, CHECKPOINT untimed first); median of $runs run(s)
 differing rows between the two result tables: 0 in each run
 
 | | local stream | distributed stream | distributed : local |
 |---|---:|---:|---:|
 | ingest, ms (runs) | $il ($(all 1)) | $id ($(all 3)) | $(ratio "$id" "$il")x |
 | ingest, rows/s | $(rps "$il") | $(rps "$id") | $(ratio "$(rps "$id")" "$(rps "$il")") |
+| ingest, 2 clients, ms (runs) | $i2l ($(all 7)) | $i2d ($(all 8)) | $(ratio "$i2d" "$i2l")x |
+| ingest, 2 clients, rows/s | $(rps "$i2l") | $(rps "$i2d") | $(ratio "$(rps "$i2d")" "$(rps "$i2l")") |
 | processing, ms (runs) | $pl ($(all 2)) | $pd ($(all 4)) | $(ratio "$pd" "$pl")x |
 | processing, events/s | $(rps "$pl") | $(rps "$pd") | $(ratio "$(rps "$pd")" "$(rps "$pl")") |
 | process() calls | $(all 5) | $(all 6) | |
