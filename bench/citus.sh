@@ -39,8 +39,13 @@
 #               streamwm.process(stream, now => W + 1 s) timed (psql \timing)
 #               until streamwm.streams says every row was read
 #               (events = N, unprocessed_events = 0)
+#   pull        for information: the time to bring the distributed stream's N
+#               rows to the coordinator once (INSERT INTO a local table SELECT
+#               ... FROM it), which every distributed step does for the rows
+#               it reads (DESIGN.md, "Citus")
 # then the two result tables (both on the coordinator) compared, rows in one
-# and not the other both ways: must be 0.
+# and not the other both ways: must be 0.  The load average of the machine
+# before and after is reported (other work shares it).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 nbids=${1:-1000000}; runs=${2:-1}
@@ -163,6 +168,7 @@ for i in 1 2; do
     set=$([ "$i" = 1 ] && echo "$set1" || echo "$set2")
     awk -F'\t' -v set=",$set," 'index(set, "," $5 ",")' "$dir/bids.tsv" >"$dir/bids.$i.tsv"
 done
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== $nbids bids, $parts partitions, $runs run(s); partitions $set1 on port $w1 ($(wc -l <"$dir/bids.1.tsv") rows), $set2 on port $w2 ($(wc -l <"$dir/bids.2.tsv") rows)"
 : >"$dir/times.txt"
 for ((run = 1; run <= runs; run++)); do
@@ -174,6 +180,9 @@ for ((run = 1; run <= runs; run++)); do
         id=$(ingest bd); read -r pd cd <<<"$(process bd)"
         il=$(ingest bl); read -r pl cl <<<"$(process bl)"
     fi
+    $PSQL -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS pull" \
+          -c "CREATE TABLE pull (LIKE bd)" -c "CHECKPOINT" >/dev/null
+    pu=$(ms "INSERT INTO pull SELECT * FROM bd")
     # the result tables, before the 2-client loads replace the streams
     $PSQL -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS r_bl, r_bd" -c "CREATE TABLE r_bl AS TABLE q_bl" -c "CREATE TABLE r_bd AS TABLE q_bd" >/dev/null
     diff=$($PSQL -c "SELECT (SELECT count(*) FROM (TABLE r_bl EXCEPT ALL TABLE r_bd) a)
@@ -187,8 +196,8 @@ for ((run = 1; run <= runs; run++)); do
     else
         i2d=$(ingest2 bd "$w1" "$w2"); i2l=$(ingest2 bl "$port" "$port")
     fi
-    echo "run $run: local ingest $il ms, processing $pl ms ($cl calls); distributed ingest $id ms, processing $pd ms ($cd calls); differing result rows $diff; late (bd/bl) $late; 2 clients: local $i2l ms, distributed $i2d ms"
-    echo "$il $pl $id $pd $cl $cd $i2l $i2d" >>"$dir/times.txt"
+    echo "run $run: local ingest $il ms, processing $pl ms ($cl calls); distributed ingest $id ms, processing $pd ms ($cd calls); differing result rows $diff; late (bd/bl) $late; 2 clients: local $i2l ms, distributed $i2d ms; pull $pu ms"
+    echo "$il $pl $id $pd $cl $cd $i2l $i2d $pu" >>"$dir/times.txt"
 done
 res=$($PSQL -c "SELECT count(*) || ' result rows, ' || count(DISTINCT window_start) || ' windows' FROM r_bl")
 layout=$($PSQL -c "SELECT string_agg(n || ' on port ' || nodeport, ', ' ORDER BY nodeport)
@@ -200,12 +209,13 @@ ver=$($PSQL -c "SHOW server_version")
 citusver=$($PSQL -c "SELECT extversion FROM pg_extension WHERE extname = 'citus'")
 col() { awk -v c="$1" '{ print $c }' "$dir/times.txt" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 all() { awk -v c="$1" '{ printf "%s%s", (NR > 1 ? ", " : ""), $c }' "$dir/times.txt"; }
-il=$(col 1); pl=$(col 2); id=$(col 3); pd=$(col 4); i2l=$(col 7); i2d=$(col 8)
+il=$(col 1); pl=$(col 2); id=$(col 3); pd=$(col 4); i2l=$(col 7); i2d=$(col 8); pu=$(col 9)
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
 rps() { awk -v n="$nbids" -v ms="$1" 'BEGIN { printf "%.0f", n * 1000 / ms }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 out=$(cat <<EOF
 $nbids Nexmark bids (bench/nexmark/gen.c, seed 42) over $span s of event time, max disorder $delay ms (= watermark_delay: no row late), $parts partitions (sw_partition = row number mod $parts, the same in both streams); q5: \`SELECT auction, count(*) AS n FROM bids GROUP BY auction\`, hop 2 s, size 10 s; $res
-machine: $(nproc) cores shared with other work, PostgreSQL $ver, Citus $citusver; THREE NODES ON THIS ONE MACHINE (coordinator + 2 workers, each $(IFS=';'; echo "${settings[*]}"), fsync off): they share the 2 cores, so this measures what distribution costs, not what it scales to
+machine: $(nproc) cores shared with other work, PostgreSQL $ver, Citus $citusver; THREE NODES ON THIS ONE MACHINE (coordinator + 2 workers, each $(IFS=';'; echo "${settings[*]}"), fsync off): they share the $(nproc) cores, so this measures what distribution costs, not what it scales to; load average (1, 5, 15 min) $load0 before, $load1 after
 local: a stream on the coordinator; distributed: \`distributed => true\`, its partitions' shards: $layout
 ingest: one COPY of the N rows (wall clock; CHECKPOINT on every node first); 2 clients: two COPYs at once, each of the rows of one worker's partitions, into the local stream through the coordinator, into the distributed one through that worker (a fresh stream, not processed); processing: \`streamwm.process(stream, now => W + 1 s)\` until every row is read (VACUUM ANALYZE, CHECKPOINT untimed first); median of $runs run(s)
 differing rows between the two result tables: 0 in each run
@@ -219,6 +229,7 @@ differing rows between the two result tables: 0 in each run
 | processing, ms (runs) | $pl ($(all 2)) | $pd ($(all 4)) | $(ratio "$pd" "$pl")x |
 | processing, events/s | $(rps "$pl") | $(rps "$pd") | $(ratio "$(rps "$pd")" "$(rps "$pl")") |
 | process() calls | $(all 5) | $(all 6) | |
+| for information: the N rows pulled to the coordinator once, ms (runs) | | $pu ($(all 9)) | |
 | ingest + processing, events/s | $(rps $((il + pl))) | $(rps $((id + pd))) | $(ratio "$(rps $((id + pd)))" "$(rps $((il + pl)))") |
 EOF
 )
