@@ -99,8 +99,10 @@ BEGIN
     END LOOP;
 END $$;
 
--- start both writers for rows first .. last; wait until writer 2 has
--- committed row pause_at - 1 and writer 1 holds row pause_at uncommitted
+-- start both writers for rows first .. last (on the same two connections
+-- every time: their sessions, and Citus's connections to the workers, live
+-- through the moves); wait until writer 2 has committed row pause_at - 1
+-- and writer 1 holds row pause_at uncommitted
 CREATE FUNCTION mm_start(first int, last int, pause_at int, resume_at int) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -108,9 +110,13 @@ DECLARE
                         current_setting('port'), current_database());
 BEGIN
     FOR w IN 1 .. 2 LOOP
-        PERFORM dblink_connect('mm_w' || w, conn);
-        PERFORM dblink_send_query('mm_w' || w,
-                                  format('CALL mm_write(%s, %s, %s, %s, %s)', w, first, last, pause_at, resume_at));
+        IF NOT coalesce('mm_w' || w = ANY (dblink_get_connections()), false) THEN
+            PERFORM dblink_connect('mm_w' || w, conn);
+        END IF;
+        IF dblink_send_query('mm_w' || w, format('CALL mm_write(%s, %s, %s, %s, %s)',
+                                                 w, first, last, pause_at, resume_at)) <> 1 THEN
+            RAISE EXCEPTION 'mm_start: writer % not started: %', w, dblink_error_message('mm_w' || w);
+        END IF;
     END LOOP;
     FOR n IN 1 .. 6000 LOOP
         PERFORM pg_stat_clear_snapshot();
@@ -122,17 +128,23 @@ BEGIN
     END LOOP;
     RAISE EXCEPTION 'mm_start: the writers did not reach row %', pause_at;
 END $$;
--- wait for both writers to finish (their errors are raised here)
+-- wait for both writers to finish (their errors are raised here), reading
+-- each connection's results to the end
 CREATE FUNCTION mm_finish() RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     res text := '';
     r text;
+    n int;
 BEGIN
     FOR w IN 1 .. 2 LOOP
-        FOR r IN SELECT status FROM dblink_get_result('mm_w' || w) AS x(status text) LOOP
-            res := res || 'writer ' || w || ': ' || r || '; ';
+        LOOP
+            n := 0;
+            FOR r IN SELECT status FROM dblink_get_result('mm_w' || w) AS x(status text) LOOP
+                res := res || 'writer ' || w || ': ' || r || '; ';
+                n := n + 1;
+            END LOOP;
+            EXIT WHEN n = 0;
         END LOOP;
-        PERFORM dblink_disconnect('mm_w' || w);
     END LOOP;
     RETURN res;
 END $$;
@@ -191,6 +203,7 @@ SELECT q.window_start, q.n = s.n AS count_equal, q.s = s.s AS sum_equal, q.n
   FROM mmq q, (SELECT count(*) AS n, sum(k) AS s FROM mm_sent) s ORDER BY 1;
 
 SELECT streamwm.drop_stream('mm', cascade => true);
+SELECT dblink_disconnect('mm_w1'), dblink_disconnect('mm_w2');
 DROP TABLE mmq, mm_sent;
 DROP PROCEDURE mm_write(int, int, int, int, int);
 DROP FUNCTION mm_moving(), mm_wait_move(boolean, int), mm_start(int, int, int, int), mm_finish();
