@@ -10,9 +10,12 @@
 -- range of the offset sequence is lower (DESIGN.md, "Shard moves": the rows
 -- written there take provisional offsets and are renumbered at commit).
 -- Nothing here depends on timing: each writer writes a known set of rows;
--- at a given row it waits until the move is running (so its next rows are
--- written during the move), at a later one until no move is running; the
--- test waits for both writers to finish and checks the final state: every
+-- at a given row it waits until the move is running (writer 1 with that
+-- row of the moving partition written and not committed, so the move
+-- cannot end before it: every move has a write into the partition inside
+-- it), at a later one until no move is running; the writers' sessions live
+-- through all the moves; the test waits for both writers to finish and
+-- checks the final state: every
 -- row stored once, offsets increasing per partition in commit order, every
 -- row read by steps once, the window equal to a recomputation.
 SET TimeZone = 'UTC';
