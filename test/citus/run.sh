@@ -82,6 +82,8 @@ for p in $ports; do
         # the tests drive processing with streamwm.process(now => ...)
         echo "streamwm.enabled = off"
         echo "citus.shard_replication_factor = 1"
+        # shard moves by logical replication (move_ingest.sql: force_logical)
+        echo "wal_level = logical"
     } >>"$dir/n$p/postgresql.conf"
     pg_ctl -D "$dir/n$p" -l "$dir/n$p.log" -w start >/dev/null || fail_setup "node on port $p did not start"
     psql -X -q -h "$dir" -p "$p" -U postgres -d postgres -v ON_ERROR_STOP=1 \
