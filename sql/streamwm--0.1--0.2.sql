@@ -662,7 +662,7 @@ BEGIN
     -- reads and the views filter by event time, which follows offsets when
     -- disorder is bounded: a BRIN index, not a btree every row must enter.
     EXECUTE format('CREATE INDEX ON %s USING brin (sw_event_time) '
-                   'WITH (pages_per_range = 32, autosummarize = on)', rel);
+                   'WITH (pages_per_range = 32, autosummarize = off)', rel);
     IF distributed THEN
         -- its commit log, distributed with it: the shards' commits write it
         -- where each partition lives (src/commit_order.c)
@@ -695,7 +695,7 @@ BEGIN
         EXECUTE format('CREATE TABLE %s (LIKE %s)', rows_name, rel);
         EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (sw_partition, sw_offset)', rows_name);
         EXECUTE format('CREATE INDEX ON %s USING brin (sw_event_time) '
-                       'WITH (pages_per_range = 32, autosummarize = on)', rows_name);
+                       'WITH (pages_per_range = 32, autosummarize = off)', rows_name);
         PERFORM streamwm_internal._register_stream(rel, partitions, watermark_delay,
                                           nullif(event_time, ''), nullif(partition_key, ''),
                                           watermark_granularity, idle_timeout, retention,
@@ -2163,7 +2163,7 @@ BEGIN
             EXECUTE format('DROP INDEX %s', idx);
         END LOOP;
         EXECUTE format('CREATE INDEX ON %s USING brin (sw_event_time) '
-                       'WITH (pages_per_range = 32, autosummarize = on)', rel);
+                       'WITH (pages_per_range = 32, autosummarize = off)', rel);
 
         PERFORM pg_catalog.set_config('search_path', format('%I, public', s.nspname), true);
         when_clause := streamwm_internal._ingest_when(s.stream, s.event_time, s.partition_key);

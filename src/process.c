@@ -917,13 +917,15 @@ close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
 }
 
 /*
- * The general plan reads a window's rows through the stream's BRIN index
- * on sw_event_time (query.c), if the planner has the statistics to see
- * that it pays (below).  A block range nobody summarised yet matches
- * every scan, and autovacuum summarises new ranges only now and then
- * (autosummarize), so a stream with a general-plan query has the ranges
- * written since the last step summarised before its windows are read: it
- * reads only those new pages.  brin_summarize_new_values() takes SHARE
+ * The general plan, count and session queries and ordered output read
+ * rows through the stream's BRIN index on sw_event_time (query.c, count.c,
+ * session.c), if the planner has the statistics to see that it pays
+ * (below).  A block range nobody summarised yet matches every scan, and
+ * only VACUUM summarises new ranges (autosummarize is off: its requests
+ * overflowed autovacuum's queue and logged a line per 32 pages of a bulk
+ * load), so a stream with such a query (any plan but the pane plan) has
+ * the ranges written since the last step summarised before its windows
+ * are read: it reads only those new pages.  brin_summarize_new_values() takes SHARE
  * UPDATE EXCLUSIVE on the stream; when someone holds it (VACUUM, ANALYZE,
  * CREATE INDEX CONCURRENTLY) the step does not wait: the ranges stay
  * unsummarised (read, not skipped) until a later step or autovacuum.  The
