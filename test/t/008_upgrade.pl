@@ -271,7 +271,7 @@ is($node->safe_psql('app', q{
 	SELECT string_agg(pg_get_indexdef(indexrelid), '; ' ORDER BY indexrelid) FROM pg_index
 	 WHERE indrelid = 'clicks'::regclass AND NOT indisprimary}),
 	'CREATE INDEX clicks_sw_event_time_idx ON public.clicks USING brin (sw_event_time) '
-	  . 'WITH (pages_per_range=\'32\', autosummarize=\'off\')',
+	  . 'WITH (pages_per_range=\'32\', autosummarize=off)',
 	'the btree on event time became the BRIN index');
 
 # the worker goes on by itself: its first steps read the rows 0.1 left
