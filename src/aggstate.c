@@ -147,7 +147,7 @@ state_key(void)
 		if (!pg_strong_random(fresh, sizeof(fresh)))
 			ereport(ERROR,
 					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("could not generate a random key for pane states")));
+					 errmsg("could not generate a random key for partial aggregate states")));
 		snprintf(tmp, sizeof(tmp), "%s.%d", path, MyProcPid);
 		fd = OpenTransientFile(tmp, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
 		if (fd < 0)
@@ -759,13 +759,13 @@ read_state(FunctionCallInfo fcinfo, SwAggInfo *info, bytea *bytes, bool *isnull,
 	if (len < sizeof(hdr))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("pane state is too short")));
+				 errmsg("partial aggregate state is too short")));
 	memcpy(&hdr, data, sizeof(hdr));
 	if (hdr.version != SW_STATE_VERSION || hdr.aggfnoid != info->aggfnoid ||
 		hdr.transtype != info->transtype || (hdr.isnull != 0 && hdr.isnull != 1))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("pane state is not a state of aggregate %s",
+				 errmsg("partial aggregate state is not a state of aggregate %s",
 						format_procedure(info->aggfnoid))));
 	/*
 	 * No deserialization function reads a state this server did not write
@@ -782,7 +782,7 @@ read_state(FunctionCallInfo fcinfo, SwAggInfo *info, bytea *bytes, bool *isnull,
 	if (diff != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("pane state of aggregate %s was not written by this server",
+				 errmsg("partial aggregate state of aggregate %s was not written by this server",
 						format_procedure(info->aggfnoid)),
 				 errdetail("Its MAC does not match: it was changed, or made under another key or in another database.")));
 	*isnull = hdr.isnull;
@@ -796,7 +796,7 @@ read_state(FunctionCallInfo fcinfo, SwAggInfo *info, bytea *bytes, bool *isnull,
 		if (len != info->translen)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("pane state of aggregate %s has the wrong length",
+					 errmsg("partial aggregate state of aggregate %s has the wrong length",
 							format_procedure(info->aggfnoid))));
 		return fetch_att(data, true, info->translen);
 	}
@@ -828,7 +828,7 @@ read_state(FunctionCallInfo fcinfo, SwAggInfo *info, bytea *bytes, bool *isnull,
 	if (buf.cursor != buf.len)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("incorrect binary data format in pane state")));
+				 errmsg("incorrect binary data format in partial aggregate state")));
 	return value;
 }
 
