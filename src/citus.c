@@ -511,6 +511,21 @@ streamwm_check_distributed(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a distributed stream must be created on the Citus coordinator"),
 				 errhint("Connect to the coordinator (the node with group id 0).")));
+	/*
+	 * Its commit log and rows copy belong to the stream's owner, and steps
+	 * and commits write them with the rights of streamwm's catalog: a
+	 * trigger, rule, default, constraint or index expression their owner
+	 * put on them would run with those rights, on every node (an attacker's
+	 * review made an ordinary role superuser on every worker that way).
+	 * Until those statements run with the owner's own rights, only a
+	 * superuser, who gains nothing by it, may own a distributed stream.
+	 */
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("only a superuser may create a distributed stream"),
+				 errdetail("Its commit log is written with streamwm's own rights, and code its owner attached to it would run with them."),
+				 errhint("Create it as a superuser and GRANT INSERT on it to the roles that write into it.")));
 	if (!PG_ARGISNULL(0) && VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -619,6 +634,11 @@ streamwm_distribute(PG_FUNCTION_ARGS)
 	SwRoleContext cx;
 	int			np;
 
+	/* see streamwm_check_distributed: only a superuser owns a distributed stream */
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("only a superuser may create a distributed stream")));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	(void) sw_check_stream_manager(stream, true);
@@ -629,6 +649,18 @@ streamwm_distribute(PG_FUNCTION_ARGS)
 				 errmsg("the tables of a distributed stream must have the stream's owner")));
 	if (!sw_lookup_stream(stream, false, NULL, &np))
 		sw_not_a_stream(stream);
+	/*
+	 * Citus names a shard <table>_<shard id> and shortens a name that would
+	 * pass NAMEDATALEN with a hash, which the shards' code cannot rebuild:
+	 * the commit log's shards (<stream>_sw_log_<id>, ids of up to 8 digits)
+	 * must keep their plain names.
+	 */
+	if (strlen(get_rel_name(stream)) > NAMEDATALEN - 1 - strlen("_sw_log") - 1 - 8)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("the name of a distributed stream may have at most %d bytes",
+						(int) (NAMEDATALEN - 1 - strlen("_sw_log") - 1 - 8)),
+				 errdetail("Citus shortens the names of shards that would be longer, and the commit log's shards must keep theirs.")));
 
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", SW_SAFE_SEARCH_PATH, PGC_USERSET, PGC_S_SESSION,
@@ -724,6 +756,14 @@ streamwm_pick_partition(PG_FUNCTION_ARGS)
 										 NoLock, false);
 	PickedPartition *p;
 	bool		found;
+
+	/*
+	 * Anyone can call it: only for a role that may write into the table
+	 * (default_partitions then opens it, and refuses what is not a
+	 * stream), not a way to lock or claim others' tables (review).
+	 */
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, name);
 
 	if (picked == NULL)
 	{
