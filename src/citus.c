@@ -57,7 +57,9 @@
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "funcapi.h"
+#include "executor/executor.h"
 #include "miscadmin.h"
+#include "storage/proc.h"
 #include "storage/lock.h"
 #include "utils/acl.h"
 #include "utils/array.h"
@@ -94,6 +96,91 @@ PG_FUNCTION_INFO_V1(streamwm_dist_fence);
 PG_FUNCTION_INFO_V1(streamwm_dist_newest);
 
 static post_parse_analyze_hook_type prev_post_parse_analyze_hook = NULL;
+static ExecutorStart_hook_type prev_executor_start_hook = NULL;
+
+static Oid	citus_catalog(const char *name);
+
+/*
+ * The distributed streams this transaction wrote into through this node
+ * (an INSERT executed, a COPY FROM run here): a step of one of them in the
+ * same transaction is refused here (process.c), whichever connections
+ * Citus used for the rows.  The shards' own check (commit_order.c) sees
+ * only the connection that wrote: with several connections to a worker
+ * (citus.force_max_query_parallelization) a step read a row the
+ * transaction's commit then renumbered, and counted it twice (review).
+ * More streams than fit: every distributed stream counts as written.
+ */
+#define SW_DIST_WRITTEN 16
+static LocalTransactionId dist_written_lxid = InvalidLocalTransactionId;
+static int	ndist_written = 0;
+static Oid	dist_written[SW_DIST_WRITTEN];
+
+static void
+note_dist_write(Oid relid)
+{
+	if (dist_written_lxid != MyProc->lxid)
+	{
+		dist_written_lxid = MyProc->lxid;
+		ndist_written = 0;
+	}
+	for (int i = 0; i < Min(ndist_written, SW_DIST_WRITTEN); i++)
+		if (dist_written[i] == relid)
+			return;
+	if (ndist_written < SW_DIST_WRITTEN)
+		dist_written[ndist_written] = relid;
+	ndist_written++;
+}
+
+/* Did this transaction write into distributed stream relid through this node? */
+bool
+sw_citus_wrote(Oid relid)
+{
+	if (dist_written_lxid != MyProc->lxid || MyProc->lxid == InvalidLocalTransactionId)
+		return false;
+	if (ndist_written > SW_DIST_WRITTEN)
+		return sw_stream_distributed(relid, NULL, NULL);
+	for (int i = 0; i < ndist_written; i++)
+		if (dist_written[i] == relid)
+			return true;
+	return false;
+}
+
+/* A distributed stream written into by an INSERT or COPY run here: noted. */
+static void
+note_if_distributed_stream(Oid relid)
+{
+	if (OidIsValid(relid) && sw_citus_table_kind(relid) != NULL &&
+		sw_stream_distributed(relid, NULL, NULL))
+		note_dist_write(relid);
+}
+
+/* ExecutorStart_hook: an INSERT into a distributed stream (note_dist_write). */
+static void
+citus_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	/*
+	 * Citus's plan of an INSERT into a distributed table names no result
+	 * relation (its custom scan does the writing): the table is the range
+	 * table's relation that the statement needs INSERT on.
+	 */
+	if (queryDesc->operation == CMD_INSERT && !(eflags & EXEC_FLAG_EXPLAIN_ONLY) &&
+		IsTransactionState() && OidIsValid(citus_catalog("pg_dist_partition")))
+	{
+		ListCell   *lc;
+
+		foreach(lc, queryDesc->plannedstmt->rtable)
+		{
+			RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+			if (rte->rtekind == RTE_RELATION && (rte->requiredPerms & ACL_INSERT))
+				note_if_distributed_stream(rte->relid);
+		}
+	}
+	if (prev_executor_start_hook)
+		prev_executor_start_hook(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
 
 /* Citus's functions that turn a local table into a Citus table */
 static const char *const distributing_functions[] = {
@@ -437,7 +524,10 @@ citus_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
 		if (!IsTransactionState() || sw_citus_table_kind(relid) == NULL)
 			return;
 		if (streamwm_table_role(relid, &is_stream, &qname) && is_stream)
+		{
 			sw_citus_refuse_stream(relid);
+			note_if_distributed_stream(relid);
+		}
 	}
 }
 
@@ -457,7 +547,10 @@ sw_citus_utility(PlannedStmt *pstmt)
 
 		if (sw_citus_table_kind(relid) != NULL &&
 			streamwm_table_role(relid, &is_stream, &qname) && is_stream)
+		{
 			sw_citus_refuse_stream(relid);
+			note_if_distributed_stream(relid);
+		}
 	}
 }
 
@@ -1294,4 +1387,6 @@ sw_citus_init(void)
 {
 	prev_post_parse_analyze_hook = post_parse_analyze_hook;
 	post_parse_analyze_hook = citus_post_parse_analyze;
+	prev_executor_start_hook = ExecutorStart_hook;
+	ExecutorStart_hook = citus_executor_start;
 }

@@ -13,6 +13,7 @@
 struct SwStreamClock;
 
 extern void sw_citus_init(void);
+extern bool sw_citus_wrote(Oid relid);
 extern const char *sw_citus_table_kind(Oid relid);
 extern Oid	sw_citus_shard_owner(Oid relid);
 extern void sw_citus_refuse_stream(Oid stream);

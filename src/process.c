@@ -1214,7 +1214,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 				 errdetail("The transaction's isolation level is %s.",
 						   IsolationIsSerializable() ? "SERIALIZABLE" : "REPEATABLE READ")));
 	/* its rows have not arrived yet, and they would be read as if they had */
-	if (sw_commit_order_wrote(relid))
+	if (sw_commit_order_wrote(relid) || sw_citus_wrote(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot process stream %s in the transaction that wrote into it",

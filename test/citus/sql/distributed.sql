@@ -123,10 +123,28 @@ SELECT 8, 'q' || p, p, '1970-01-01 00:00:25Z' FROM generate_series(0, 3) p;
 SELECT streamwm.process('ev');
 SELECT window_start, k, n FROM evq ORDER BY 1, 2;
 
--- a step in the transaction that wrote into the stream is refused (on the
--- node that holds the rows: Citus sends the step's reads there)
+-- a step in the transaction that wrote into the stream is refused, on the
+-- coordinator (it saw the INSERT), whichever connections Citus uses: with
+-- one connection per shard the shards' own check saw only the fence's, and
+-- a row the commit then renumbered was read twice (review)
 BEGIN;
 INSERT INTO ev (k, v, sw_partition, sw_write_time) VALUES (9, 'r', 0, '1970-01-01 00:00:26Z');
+\set VERBOSITY terse
+SELECT streamwm.process('ev');
+\set VERBOSITY default
+ROLLBACK;
+BEGIN;
+SET LOCAL citus.force_max_query_parallelization = on;
+SELECT count(*) > 0 AS some_rows FROM ev;
+INSERT INTO ev (k, v, sw_partition, sw_write_time) VALUES (9, 'r', 2, '1970-01-01 00:00:26Z');
+\set VERBOSITY terse
+SELECT streamwm.process('ev');
+\set VERBOSITY default
+ROLLBACK;
+BEGIN;
+COPY ev (k, v, sw_partition, sw_write_time) FROM STDIN;
+9	r	1	1970-01-01 00:00:26Z
+\.
 \set VERBOSITY terse
 SELECT streamwm.process('ev');
 \set VERBOSITY default
