@@ -550,9 +550,8 @@ chunk_statement(const SwQueryDef *def, const CountShape *sh, const PanePlan *pp)
 	StringInfoData merge;
 	StringInfoData keep;
 	StringInfoData combine;
-	List	   *dpcontext;
-	ListCell   *lc;
-	int			nestlevel;
+	char	   *outputs;
+	char	   *group_tail;
 
 	initStringInfo(&aggs);
 	initStringInfo(&aggs_d);
@@ -561,10 +560,9 @@ chunk_statement(const SwQueryDef *def, const CountShape *sh, const PanePlan *pp)
 	{
 		appendStringInfo(&aggs, ", sw_a%d", i);
 		appendStringInfo(&aggs_d, ", sw_d.sw_a%d", i);
-		appendStringInfo(&merge, ", sw_a%d = (SELECT streamwm_internal.merge(sw_v.sw_y, '%u'::pg_catalog.oid)"
-						 " FROM (VALUES (sw_x.sw_a%d), (EXCLUDED.sw_a%d)) sw_v(sw_y))",
-						 i, pp->aggs[i - 1], i, i);
 	}
+	if (pp->naggs > 0)
+		appendStringInfo(&merge, ", %s", sw_merge_states_sql(pp, "sw_x"));
 	/* the first event of the group's first window not emitted, if numbered */
 	initStringInfo(&keep);
 	for (int i = 0; i < 3; i++)
@@ -579,25 +577,17 @@ chunk_statement(const SwQueryDef *def, const CountShape *sh, const PanePlan *pp)
 	kept = psprintf("%s, %s%s", chunk_cols, k, aggs.data);
 
 	/* every window complete now, from its chunks */
-	dpcontext = deparse_context_for("sw_p", def->pane_table);
-	nestlevel = sw_enter_safe_path();
+	sw_state_outputs(def, pp, &outputs, &group_tail);
 	initStringInfo(&combine);
-	appendStringInfoString(&combine, "SELECT ");
-	foreach(lc, pp->outputs)
-		appendStringInfo(&combine, "%s, ", deparse_expression(lfirst(lc), dpcontext, true, false));
-	appendStringInfo(&combine, "sw_p.sw_seq, pg_catalog.min(sw_p.sw_ct), pg_catalog.max(sw_p.sw_cl)"
+	appendStringInfo(&combine, "SELECT %s, sw_p.sw_seq, pg_catalog.min(sw_p.sw_ct), pg_catalog.max(sw_p.sw_cl)"
 					 " FROM (SELECT sw_u.*, sw_w.sw_seq FROM sw_u CROSS JOIN LATERAL"
 					 " pg_catalog.generate_series(GREATEST(sw_u.sw_g0, CASE WHEN sw_u.sw_chunk * "
 					 INT64_FORMAT " + " INT64_FORMAT " <= 0 THEN 0 ELSE (sw_u.sw_chunk * " INT64_FORMAT
 					 " + " INT64_FORMAT ") / " INT64_FORMAT " END),"
 					 " LEAST(sw_u.sw_g1 - 1, sw_u.sw_chunk * " INT64_FORMAT " / " INT64_FORMAT "))"
-					 " AS sw_w(sw_seq) WHERE sw_u.sw_g1 IS NOT NULL) sw_p GROUP BY sw_p.sw_seq, %s",
-					 g, g - size, g, g - size + slide - 1, slide,
-					 g, slide, key_list(sh, "sw_p."));
-	if (pp->having != NULL)
-		appendStringInfo(&combine, " HAVING %s",
-						 deparse_expression(pp->having, dpcontext, true, false));
-	sw_leave_safe_path(nestlevel);
+					 " AS sw_w(sw_seq) WHERE sw_u.sw_g1 IS NOT NULL) sw_p GROUP BY sw_p.sw_seq%s",
+					 outputs, g, g - size, g, g - size + slide - 1, slide,
+					 g, slide, group_tail);
 
 	return psprintf("WITH sw_fresh(%s, %s%s, sw_total, sw_gnext, sw_nn) AS (%s),\n"
 					"sw_u AS MATERIALIZED (SELECT sw_w.*, pg_catalog.max(sw_w.sw_gnext) OVER sw_g AS sw_g0,"
@@ -765,6 +755,37 @@ earliest_keep(const SwQueryDef *def)
 }
 
 /*
+ * The chunk plan of a query whose state table keeps chunks (made so by
+ * make_count_table), NULL when it keeps none; an error when it keeps them
+ * but the query no longer qualifies.
+ */
+static PanePlan *
+chunk_plan(const SwQueryDef *def, const CountShape *sh)
+{
+	const char *why;
+	PanePlan   *pp;
+
+	if (get_attnum(def->pane_table, "sw_chunk") == InvalidAttrNumber)
+		return NULL;
+	pp = count_plan(def, sh, chunk_rows_sql(def, sh, sw_relation_name(def->pane_table)), &why);
+	if (pp == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("count query \"%s\" no longer qualifies for the partial states its state table keeps",
+						def->name),
+				 errdetail("The query does not qualify because %s.", why),
+				 errhint("Drop the query and create it again; its windows are numbered anew.")));
+	return pp;
+}
+
+/* The statement of a step of the query: with chunks or without. */
+static char *
+step_statement(const SwQueryDef *def, const CountShape *sh, const PanePlan *pp)
+{
+	return pp ? chunk_statement(def, sh, pp) : count_statement(def);
+}
+
+/*
  * The partial plan of the entry's query, decided once per entry: NULL
  * when its state table has no chunks (its step reads the events of each
  * group's first window not emitted again).
@@ -775,23 +796,8 @@ count_plan_of(const SwQueryDef *def, SwStepEntry *e)
 	if (!e->pane_plan_decided)
 	{
 		MemoryContext old = MemoryContextSwitchTo(e->cxt);
-		CountShape *sh = count_shape(def->stream, def->query);
-		const char *why;
 
-		e->pane_plan = NULL;
-		if (get_attnum(def->pane_table, "sw_chunk") != InvalidAttrNumber)
-		{
-			e->pane_plan = count_plan(def, sh,
-									  chunk_rows_sql(def, sh, sw_relation_name(def->pane_table)),
-									  &why);
-			if (e->pane_plan == NULL)
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("count query \"%s\" no longer qualifies for the partial states its state table keeps",
-								def->name),
-						 errdetail("The query does not qualify because %s.", why),
-						 errhint("Drop the query and create it again; its windows are numbered anew.")));
-		}
+		e->pane_plan = chunk_plan(def, count_shape(def->stream, def->query));
 		e->pane_plan_decided = true;
 		MemoryContextSwitchTo(old);
 	}
@@ -828,8 +834,7 @@ sw_count_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
 	pp = count_plan_of(def, e);
 	if (e->plan == NULL || e->statement_pane_table != def->pane_table)
 	{
-		char	   *sql = pp ? chunk_statement(def, count_shape(def->stream, def->query), pp)
-			: count_statement(def);
+		char	   *sql = step_statement(def, count_shape(def->stream, def->query), pp);
 
 		sw_step_entry_depends(e, sw_query_relids(sw_analyze_window_query(def->query)));
 		/* privileges before planning: see sw_check_statement_privileges */
@@ -919,18 +924,11 @@ char *
 sw_count_statement(const SwQueryDef *def)
 {
 	CountShape *sh;
-	const char *why;
-	PanePlan   *pp;
 
 	if (!OidIsValid(def->pane_table))
 		count_state_missing(def);
-	if (get_attnum(def->pane_table, "sw_chunk") == InvalidAttrNumber)
-		return count_statement(def);
 	sh = count_shape(def->stream, def->query);
-	pp = count_plan(def, sh, chunk_rows_sql(def, sh, sw_relation_name(def->pane_table)), &why);
-	if (pp == NULL)
-		elog(ERROR, "count query \"%s\" does not qualify for its chunks: %s", def->name, why);
-	return chunk_statement(def, sh, pp);
+	return step_statement(def, sh, chunk_plan(def, sh));
 }
 
 /*
@@ -943,9 +941,7 @@ void
 sw_count_check(SwQueryDef *def)
 {
 	Datum		values[6];
-	const char *why;
 	CountShape *sh;
-	PanePlan   *pp = NULL;
 
 	/*
 	 * A state table is made only before the query's first step (which
@@ -957,9 +953,6 @@ sw_count_check(SwQueryDef *def)
 	make_count_table(def);
 	check_state_columns(def);
 	sh = count_shape(def->stream, def->query);
-	if (get_attnum(def->pane_table, "sw_chunk") != InvalidAttrNumber)
-		pp = count_plan(def, sh, chunk_rows_sql(def, sh, sw_relation_name(def->pane_table)),
-						&why);
 	/* no row: t >= -infinity and t < -infinity */
 	values[0] = Int64GetDatum(0);
 	values[1] = PointerGetDatum(construct_empty_array(INT8OID));
@@ -967,7 +960,7 @@ sw_count_check(SwQueryDef *def)
 	values[3] = TimestampTzGetDatum(DT_NOBEGIN);
 	values[4] = TimestampTzGetDatum(DT_NOBEGIN);
 	values[5] = BoolGetDatum(true);
-	sw_dry_run_statement(def->name, pp ? chunk_statement(def, sh, pp) : count_statement(def),
+	sw_dry_run_statement(def->name, step_statement(def, sh, chunk_plan(def, sh)),
 						 6, count_param_types, values, NULL);
 }
 

@@ -632,6 +632,56 @@ sw_record_panes(SwQueryDef *def, const PanePlan *pp, Datum folded)
 }
 
 /*
+ * A partial plan's outputs over its state: "o1, o2, ..." (the query's
+ * outputs, each GROUP BY expression replaced by its key column, each
+ * aggregate by streamwm_internal.combine() of its states, over the state
+ * table's columns under the alias sw_p), and, to follow a GROUP BY of the
+ * caller's own columns, ", sw_p.sw_k1, ... [HAVING ...]".  Deparsed under
+ * the safe search path.  Panes, sessions and count chunks share it.
+ */
+void
+sw_state_outputs(const SwQueryDef *def, const PanePlan *pp, char **outputs, char **group_tail)
+{
+	List	   *dpcontext = deparse_context_for("sw_p", def->pane_table);
+	int			nestlevel = sw_enter_safe_path();
+	StringInfoData out;
+	StringInfoData tail;
+	ListCell   *lc;
+
+	initStringInfo(&out);
+	foreach(lc, pp->outputs)
+		appendStringInfo(&out, "%s%s", out.len > 0 ? ", " : "",
+						 deparse_expression(lfirst(lc), dpcontext, true, false));
+	initStringInfo(&tail);
+	for (int i = 1; i <= pp->nkeys; i++)
+		appendStringInfo(&tail, ", sw_p.sw_k%d", i);
+	if (pp->having != NULL)
+		appendStringInfo(&tail, " HAVING %s",
+						 deparse_expression(pp->having, dpcontext, true, false));
+	sw_leave_safe_path(nestlevel);
+	*outputs = out.data;
+	*group_tail = tail.data;
+}
+
+/*
+ * "sw_a1 = (merge of alias.sw_a1 and EXCLUDED.sw_a1), ...": the states of a
+ * state row that an insert ran into (ON CONFLICT ... DO UPDATE SET), merged
+ * by each aggregate's combine function; "" without aggregates.
+ */
+char *
+sw_merge_states_sql(const PanePlan *pp, const char *alias)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	for (int i = 1; i <= pp->naggs; i++)
+		appendStringInfo(&s, "%ssw_a%d = (SELECT streamwm_internal.merge(sw_v.sw_y, '%u'::pg_catalog.oid)"
+						 " FROM (VALUES (%s.sw_a%d), (EXCLUDED.sw_a%d)) sw_v(sw_y))",
+						 i > 1 ? ", " : "", i, pp->aggs[i - 1], alias, i, i);
+	return s.data;
+}
+
+/*
  * The step's statement for a query of the pane plan (see the head
  * comment).  Parameters: $1 start offset, $2 processed offsets, $3 lo
  * (closed_until - size), $4 folded offsets (NULL: none), $5 hi (W - size),
@@ -649,30 +699,23 @@ char *
 sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 {
 	char	   *panes = sw_relation_name(def->pane_table);
-	List	   *dpcontext;
-	StringInfoData merge;
 	StringInfoData combine;
 	char	   *ctes;
 	char	   *columns = sw_state_columns(pp, "", false);
-	int			nestlevel;
-	ListCell   *lc;
+	char	   *outputs;
+	char	   *group_tail;
 	char	   *size = sw_interval_literal(def->size_us);
 	char	   *hop = sw_interval_literal(def->hop_us);
 	bool		late = def->lateness_us > 0;
 	char	   *lateness = sw_interval_literal(def->lateness_us);
 
-	initStringInfo(&merge);
-	for (int i = 1; i <= pp->naggs; i++)
-		appendStringInfo(&merge, "%ssw_a%d = (SELECT streamwm_internal.merge(sw_x, '%u'::pg_catalog.oid)"
-						 " FROM (VALUES (sw_t.sw_a%d), (EXCLUDED.sw_a%d)) sw_v(sw_x))",
-						 i > 1 ? ", " : "UPDATE SET ", i, pp->aggs[i - 1], i, i);
 	ctes = psprintf("sw_fresh(%s) AS (%s), sw_keep AS (INSERT INTO %s AS sw_t (%s)"
 					" SELECT * FROM sw_fresh WHERE sw_fresh.sw_pane > $5%s"
 					" ON CONFLICT (%s) DO %s RETURNING 1), ",
 					columns, pp->fold_select, panes, columns,
 					late ? psprintf(" - %s", lateness) : "",
 					sw_state_columns(pp, "", true),
-					pp->naggs > 0 ? merge.data : "NOTHING");
+					pp->naggs > 0 ? psprintf("UPDATE SET %s", sw_merge_states_sql(pp, "sw_t")) : "NOTHING");
 	/* the closed windows that fresh panes fall into: combined again */
 	if (late)
 		ctes = psprintf("%ssw_refire AS (SELECT DISTINCT sw_w.sw_ws FROM sw_fresh"
@@ -686,12 +729,9 @@ sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 	 * a step reads each needed pane row once per closing window, never
 	 * size/hop times.
 	 */
-	dpcontext = deparse_context_for("sw_p", def->pane_table);
-	nestlevel = sw_enter_safe_path();
+	sw_state_outputs(def, pp, &outputs, &group_tail);
 	initStringInfo(&combine);
-	appendStringInfo(&combine, "SELECT sw_p.sw_ws, sw_p.sw_ws + %s", size);
-	foreach(lc, pp->outputs)
-		appendStringInfo(&combine, ", %s", deparse_expression(lfirst(lc), dpcontext, true, false));
+	appendStringInfo(&combine, "SELECT sw_p.sw_ws, sw_p.sw_ws + %s, %s", size, outputs);
 	appendStringInfo(&combine,
 					 " FROM (SELECT sw_u.*, streamwm_internal.pane_windows(sw_u.sw_pane, $3, $5, %s, %s) AS sw_ws"
 					 " FROM (SELECT %s FROM %s UNION ALL SELECT %s FROM sw_fresh) AS sw_u"
@@ -704,13 +744,7 @@ sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 						 " JOIN sw_refire sw_r ON sw_u.sw_pane >= sw_r.sw_ws"
 						 " AND sw_u.sw_pane < sw_r.sw_ws + %s",
 						 columns, panes, columns, size);
-	appendStringInfoString(&combine, ") AS sw_p GROUP BY sw_p.sw_ws");
-	for (int i = 1; i <= pp->nkeys; i++)
-		appendStringInfo(&combine, ", sw_p.sw_k%d", i);
-	if (pp->having != NULL)
-		appendStringInfo(&combine, " HAVING %s",
-						 deparse_expression(pp->having, dpcontext, true, false));
-	sw_leave_safe_path(nestlevel);
+	appendStringInfo(&combine, ") AS sw_p GROUP BY sw_p.sw_ws%s", group_tail);
 
 	return sw_upsert_statement(def, ctes, combine.data, NULL,
 							   "SELECT pg_catalog.count(*) FILTER (WHERE sw_c.ws > $3),"

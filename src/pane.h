@@ -41,6 +41,9 @@ extern Query *sw_fold_rows_query(Oid relid, const char *pane_sql, bool by_event_
 extern PanePlan *sw_partial_plan(Oid relid, Query *q, Query *rows, const char *const *lead,
 								 int nlead, int ntrail, const char *suffix, const char **why);
 extern char *sw_pane_stamp(const PanePlan *pp, Oid state_table);
+extern void sw_state_outputs(const SwQueryDef *def, const PanePlan *pp, char **outputs,
+							 char **group_tail);
+extern char *sw_merge_states_sql(const PanePlan *pp, const char *alias);
 extern char *sw_state_columns(const PanePlan *pp, const char *prefix, bool lead_and_keys_only);
 extern void sw_ensure_pane_table(SwQueryDef *def, const PanePlan *pp, bool *rebuild);
 extern void sw_record_panes(SwQueryDef *def, const PanePlan *pp, Datum folded);

@@ -82,7 +82,6 @@
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
-#include "utils/ruleutils.h"
 #include "utils/timestamp.h"
 
 #include "catalog.h"
@@ -387,9 +386,8 @@ session_state_statement(const SwQueryDef *def, const PanePlan *pp)
 	char	   *by_y = partition_by("sw_y", "sw_k", pp->nkeys);
 	StringInfoData keep;
 	StringInfoData combine;
-	List	   *dpcontext;
-	ListCell   *lc;
-	int			nestlevel;
+	char	   *outputs;
+	char	   *group_tail;
 	char	   *ctes;
 
 	/* each island's states merged into one: the open ones are kept */
@@ -448,12 +446,10 @@ session_state_statement(const SwQueryDef *def, const PanePlan *pp)
 	 * each key replaced by its column and each aggregate by the combine of
 	 * its states.
 	 */
-	dpcontext = deparse_context_for("sw_p", def->pane_table);
-	nestlevel = sw_enter_safe_path();
+	sw_state_outputs(def, pp, &outputs, &group_tail);
 	initStringInfo(&combine);
-	appendStringInfo(&combine, "SELECT sw_p.sw_start, sw_p.sw_last OPERATOR(pg_catalog.+) %s", gap);
-	foreach(lc, pp->outputs)
-		appendStringInfo(&combine, ", %s", deparse_expression(lfirst(lc), dpcontext, true, false));
+	appendStringInfo(&combine, "SELECT sw_p.sw_start, sw_p.sw_last OPERATOR(pg_catalog.+) %s, %s",
+					 gap, outputs);
 	appendStringInfoString(&combine, " FROM (SELECT sw_z.sw_is AS sw_start, sw_z.sw_il AS sw_last");
 	for (int i = 1; i <= pp->nkeys; i++)
 		appendStringInfo(&combine, ", sw_z.sw_k%d", i);
@@ -462,13 +458,7 @@ session_state_statement(const SwQueryDef *def, const PanePlan *pp)
 	appendStringInfo(&combine, " FROM sw_isl sw_z WHERE CASE WHEN sw_z.sw_open THEN false"
 					 " ELSE sw_z.sw_il OPERATOR(pg_catalog.+) %s OPERATOR(pg_catalog.>) $3"
 					 " AND sw_z.sw_is OPERATOR(pg_catalog.>=) $8 END) sw_p"
-					 " GROUP BY sw_p.sw_start, sw_p.sw_last", gap);
-	for (int i = 1; i <= pp->nkeys; i++)
-		appendStringInfo(&combine, ", sw_p.sw_k%d", i);
-	if (pp->having != NULL)
-		appendStringInfo(&combine, " HAVING %s",
-						 deparse_expression(pp->having, dpcontext, true, false));
-	sw_leave_safe_path(nestlevel);
+					 " GROUP BY sw_p.sw_start, sw_p.sw_last%s", gap, group_tail);
 
 	return sw_upsert_statement(def, ctes, combine.data, NULL,
 							   "SELECT (SELECT pg_catalog.count(*) FROM sw_ins),"
