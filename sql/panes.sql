@@ -58,3 +58,18 @@ SELECT streamwm.drop_stream('pr', cascade => true);
 SELECT count(*) AS pane_tables_left FROM pg_class WHERE relname LIKE 'pr\__\_panes';
 DROP TABLE pr_a, pr_b, pr_c;
 DROP PROCEDURE pr_round(int, int);
+
+-- a step's statements run without JIT (a kept plan's JIT code would be
+-- compiled anew at every step): its query sees jit off, whatever the
+-- session that runs the step says
+SET jit = on;
+SELECT streamwm.create_stream('pj', 'v int', watermark_delay => '0 s', idle_timeout => '1 hour') IS NOT NULL AS created;
+SELECT streamwm.create_query('pj_q', $$SELECT count(*) AS n, min(current_setting('jit')) AS jit FROM pj$$,
+                             hop => '1 s', size => '1 s') IS NOT NULL AS created;
+INSERT INTO pj (v, sw_write_time) VALUES (1, '2020-01-01 00:00:00'), (2, '2020-01-01 00:00:05');
+SELECT streamwm.process('pj', now => now());
+SELECT window_start, n, jit FROM pj_q ORDER BY 1;
+SHOW jit;
+RESET jit;
+SELECT streamwm.drop_stream('pj', cascade => true);
+DROP TABLE pj_q;
