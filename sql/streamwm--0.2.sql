@@ -224,12 +224,20 @@ CREATE TRIGGER schedule_changed
  * C entry points
  * --------------------------------------------------------------------- */
 
--- BEFORE INSERT row trigger of every stream table: partition, offset,
--- write time and event time.  Argument: the number of partitions.
--- The event_time and partition_key expressions are bound in the trigger's
--- WHEN clause, built by _ingest_when() (see src/ingest.c).
+-- The sw_ingest row trigger of every stream table.  Its WHEN clause, built
+-- by _ingest_when(), binds the event_time and partition_key expressions
+-- (see src/ingest.c); argument: the number of partitions (and a distributed
+-- stream's commit log).  On a local stream it is a BEFORE UPDATE trigger
+-- that never changes a row (the access method below fills them); on the
+-- shards of a distributed stream, a BEFORE INSERT trigger that fills them.
 CREATE FUNCTION streamwm_internal._stream_insert() RETURNS trigger
     AS 'MODULE_PATHNAME', 'streamwm_stream_insert' LANGUAGE C;
+
+-- The table access method of local stream tables: the heap, with every row
+-- given its system columns as it is inserted (src/stream_am.c).
+CREATE FUNCTION streamwm_internal._stream_am_handler(internal) RETURNS table_am_handler
+    AS 'MODULE_PATHNAME', 'streamwm_stream_am_handler' LANGUAGE C;
+CREATE ACCESS METHOD streamwm_stream TYPE TABLE HANDLER streamwm_internal._stream_am_handler;
 
 -- Validates a stream's event_time and partition_key expressions and returns
 -- the WHEN condition of its sw_ingest trigger that binds them.
@@ -537,15 +545,22 @@ BEGIN
 
     -- The column list is the caller's: one list of column definitions,
     -- whose types resolve under the caller's search_path.
+    -- A local stream's rows get their system columns from its table access
+    -- method (src/stream_am.c), after the executor checked NOT NULL: the
+    -- columns are nullable there, and the method never stores a NULL.  A
+    -- distributed stream's get them from its insert trigger on the shards.
     ddl := format('CREATE TABLE %s (%s, '
-                   'sw_partition int NOT NULL, '
-                   'sw_offset bigint NOT NULL, '
-                   'sw_write_time timestamptz NOT NULL, '
-                   'sw_event_time timestamptz NOT NULL)',
-                   qname, columns);
+                   'sw_partition int%3$s, '
+                   'sw_offset bigint%3$s, '
+                   'sw_write_time timestamptz%3$s, '
+                   'sw_event_time timestamptz%3$s)',
+                   qname, columns, CASE WHEN distributed THEN ' NOT NULL' ELSE '' END);
     PERFORM streamwm_internal._check_create_table(ddl);
     PERFORM pg_catalog.set_config('search_path', user_path, true);
+    PERFORM pg_catalog.set_config('default_table_access_method',
+                                  CASE WHEN distributed THEN 'heap' ELSE 'streamwm_stream' END, true);
     EXECUTE ddl;
+    PERFORM pg_catalog.set_config('default_table_access_method', 'heap', true);
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     rel := qname::regclass;
 
@@ -569,7 +584,11 @@ BEGIN
     seqname := streamwm_internal._offset_sequence_name(rel);
     EXECUTE format('CREATE SEQUENCE %s AS bigint OWNED BY %s.sw_offset', seqname, rel);
 
-    EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (sw_partition, sw_offset)', rel);
+    IF distributed THEN
+        EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (sw_partition, sw_offset)', rel);
+    ELSE
+        EXECUTE format('ALTER TABLE %s ADD UNIQUE (sw_partition, sw_offset)', rel);
+    END IF;
     -- Steps read by offset on the primary key; only the general plan's window
     -- reads and the views filter by event time, which follows offsets when
     -- disorder is bounded: a BRIN index, not a btree every row must enter.
@@ -586,7 +605,9 @@ BEGIN
                       'EXECUTE FUNCTION streamwm_internal._stream_insert(%L, %L)',
                       rel, when_clause, partitions, log_name);
     ELSE
-        ddl := format(E'CREATE TRIGGER sw_ingest BEFORE INSERT ON %s FOR EACH ROW\nWHEN (\n%s\n)\n'
+        -- bound here, evaluated by the access method (src/ingest.c): an
+        -- UPDATE trigger, so that COPY keeps its multi-row inserts
+        ddl := format(E'CREATE TRIGGER sw_ingest BEFORE UPDATE ON %s FOR EACH ROW\nWHEN (\n%s\n)\n'
                       'EXECUTE FUNCTION streamwm_internal._stream_insert(%L)',
                       rel, when_clause, partitions);
     END IF;
@@ -1738,7 +1759,11 @@ COMMENT ON FUNCTION streamwm_internal._start_offset(regclass, text) IS
 COMMENT ON FUNCTION streamwm_internal._state_ffunc(internal) IS
     'internal: final function of the partial and merge aggregates (serialized state), not for direct use';
 COMMENT ON FUNCTION streamwm_internal._stream_insert() IS
-    'internal: BEFORE INSERT trigger function of stream tables (partition, offset, write and event time), not for direct use';
+    'internal: the sw_ingest trigger function of stream tables (binds event_time and partition_key; fills the rows of a distributed stream''s shards), not for direct use';
+COMMENT ON FUNCTION streamwm_internal._stream_am_handler(internal) IS
+    'internal: handler of the streamwm_stream table access method, not for direct use';
+COMMENT ON ACCESS METHOD streamwm_stream IS
+    'the table access method of local streams: the heap, each row given its partition, offset, write and event time as it is inserted';
 COMMENT ON FUNCTION streamwm_internal._stream_no_update() IS
     'internal: BEFORE UPDATE trigger function of stream tables (append-only), not for direct use';
 COMMENT ON FUNCTION streamwm_internal._stream_of(regclass) IS

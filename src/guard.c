@@ -344,6 +344,12 @@ guard_alter_table(AlterTableStmt *stmt)
 				refuse_stream(stream, "make a typed table of",
 							  "A stream keeps the columns create_stream gave it.");
 				break;
+			case AT_SetAccessMethod:
+				refuse_stream(stream, "change the access method of",
+							  "A local stream's rows get their partition, offset and times from its "
+							  "access method, streamwm_stream (a stream from release 0.1, and a "
+							  "distributed one, from its insert trigger on the heap).");
+				break;
 			case AT_ForceRowSecurity:
 				refuse_stream(stream, "force row level security on",
 							  "streamwm reads a stream as its owner; forced policies would run "

@@ -128,12 +128,15 @@ typedef struct IngestCacheEntry
 
 static HTAB *ingest_cache = NULL;
 
+static Trigger *ingest_trigger(Relation rel);
+
 /*
- * Rows the insert trigger has seen in this backend: ingest() inserts rows in
- * batches and uses it to say which row an error in the trigger or in a
- * constraint belongs to.
+ * Rows given their system columns in this backend: ingest() inserts rows in
+ * batches and uses it to say which row an error belongs to (the first row
+ * not filled yet: the user's BEFORE triggers and constraints run before the
+ * access method fills a row, and the filling itself may fail).
  */
-static uint64 trigger_calls = 0;
+static uint64 rows_filled = 0;
 
 static void
 ingest_cache_invalidate(Datum arg, Oid relid)
@@ -378,6 +381,8 @@ ingest_state(Relation rel, Trigger *trigger)
 	entry->valid = false;
 	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "streamwm ingest",
 									   ALLOCSET_SMALL_SIZES);
+	if (trigger == NULL)
+		trigger = ingest_trigger(rel);
 
 	if (trigger->tgnargs != 1 && trigger->tgnargs != 2)
 		elog(ERROR, "streamwm_internal._stream_insert() needs 1 or 2 trigger arguments");
@@ -484,7 +489,7 @@ ingest_state(Relation rel, Trigger *trigger)
 	}
 	entry->econtext = CreateStandaloneExprContext();
 	entry->slot = MakeSingleTupleTableSlot(CreateTupleDescCopy(RelationGetDescr(rel)),
-										   &TTSOpsHeapTuple);
+										   &TTSOpsVirtual);
 	MemoryContextSwitchTo(old);
 	entry->valid = true;
 	return entry;
@@ -492,58 +497,72 @@ ingest_state(Relation rel, Trigger *trigger)
 
 /* Evaluate a cached expression on a row; the result lives until the next row. */
 static Datum
-eval_on_row(IngestCacheEntry *st, ExprState *expr, HeapTuple tuple, bool *isnull)
+eval_on_row(IngestCacheEntry *st, ExprState *expr, Datum *values, bool *nulls,
+			bool *isnull)
 {
+	TupleTableSlot *slot = st->slot;
+	int			natts = slot->tts_tupleDescriptor->natts;
+
 	ResetExprContext(st->econtext);
-	ExecStoreHeapTuple(tuple, st->slot, false);
-	st->econtext->ecxt_scantuple = st->slot;
+	ExecClearTuple(slot);
+	memcpy(slot->tts_values, values, natts * sizeof(Datum));
+	memcpy(slot->tts_isnull, nulls, natts * sizeof(bool));
+	ExecStoreVirtualTuple(slot);
+	st->econtext->ecxt_scantuple = slot;
 	return ExecEvalExprSwitchContext(expr, st->econtext, isnull);
 }
 
 /*
- * The BEFORE INSERT row trigger of every stream table.
+ * The sw_ingest trigger of a stream table: it binds the event_time and
+ * partition_key expressions and carries the partition count (and, on a
+ * Citus shard, the commit log).
  */
-Datum
-streamwm_stream_insert(PG_FUNCTION_ARGS)
+static Trigger *
+ingest_trigger(Relation rel)
 {
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-	Relation	rel;
-	HeapTuple	tuple;
-	IngestCacheEntry *st;
-	TupleDesc	tupdesc;
-	int			natts;
-	Datum	   *values;
-	bool	   *nulls;
-	bool	   *replace;
-	bool		isnull;
-	Datum		d;
+	TriggerDesc *td = rel->trigdesc;
+
+	for (int i = 0; td != NULL && i < td->numtriggers; i++)
+		if (strcmp(td->triggers[i].tgname, "sw_ingest") == 0)
+			return &td->triggers[i];
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("stream table \"%s\" has no sw_ingest trigger",
+					RelationGetRelationName(rel)),
+			 errhint("Create streams with streamwm.create_stream().")));
+	return NULL;				/* keep the compiler quiet */
+}
+
+/*
+ * Fill the system columns of one row of a stream table (values and nulls
+ * hold every attribute), as SPEC section 3 says, or fail with the error of
+ * bad input:
+ *
+ *	 sw_partition	the explicit one; else the hash of partition_key; else the
+ *					session's sticky partition;
+ *	 sw_offset		from the stream's sequence (a user never gives one);
+ *	 sw_write_time	the explicit one, else the clock;
+ *	 sw_event_time	the event_time expression on the row, else sw_write_time
+ *					(a user never gives one).
+ *
+ * The offset is noted for the commit (commit_order.c).
+ */
+static void
+ingest_fill(IngestCacheEntry *st, Relation rel, Datum *values, bool *nulls)
+{
 	int			partition;
 	TimestampTz write_time;
 	bool		assigned;
+	bool		isnull;
+	Datum		d;
 	int64		offset;
-
-	sw_require_extension_version();
-
-	if (!CALLED_AS_TRIGGER(fcinfo) ||
-		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
-		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
-		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-		elog(ERROR, "streamwm_internal._stream_insert() must be a BEFORE INSERT row trigger");
-
-	rel = trigdata->tg_relation;
-	tuple = trigdata->tg_trigtuple;
-	tupdesc = RelationGetDescr(rel);
-	st = ingest_state(rel, trigdata->tg_trigger);
-	trigger_calls++;
-
-	natts = tupdesc->natts;
-	values = palloc0(natts * sizeof(Datum));
-	nulls = palloc0(natts * sizeof(bool));
-	replace = palloc0(natts * sizeof(bool));
+	AttrNumber	ap = st->att_partition - 1;
+	AttrNumber	ao = st->att_offset - 1;
+	AttrNumber	aw = st->att_write_time - 1;
+	AttrNumber	ae = st->att_event_time - 1;
 
 	/* A user never sets sw_offset. */
-	(void) heap_getattr(tuple, st->att_offset, tupdesc, &isnull);
-	if (!isnull)
+	if (!nulls[ao])
 		ereport(ERROR,
 				(errcode(ERRCODE_GENERATED_ALWAYS),
 				 errmsg("cannot insert a value into column \"sw_offset\" of stream %s",
@@ -551,8 +570,7 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 				 errdetail("Offsets are assigned by streamwm.")));
 
 	/* ... nor sw_event_time (set sw_write_time or define event_time) */
-	(void) heap_getattr(tuple, st->att_event_time, tupdesc, &isnull);
-	if (!isnull)
+	if (!nulls[ae])
 		ereport(ERROR,
 				(errcode(ERRCODE_GENERATED_ALWAYS),
 				 errmsg("cannot insert a value into column \"sw_event_time\" of stream %s",
@@ -560,20 +578,18 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 				 errdetail("The event time is the stream's event_time expression evaluated on the row, or else sw_write_time."),
 				 errhint("Set sw_write_time, or define event_time when creating the stream.")));
 
-	d = heap_getattr(tuple, st->att_write_time, tupdesc, &isnull);
-	assigned = isnull;
-	write_time = isnull ? GetCurrentTimestamp() : DatumGetTimestampTz(d);
+	assigned = nulls[aw];
+	write_time = assigned ? GetCurrentTimestamp() : DatumGetTimestampTz(values[aw]);
 	if (TIMESTAMP_NOT_FINITE(write_time))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("sw_write_time must be finite")));
-	values[st->att_write_time - 1] = TimestampTzGetDatum(write_time);
-	replace[st->att_write_time - 1] = true;
+	values[aw] = TimestampTzGetDatum(write_time);
+	nulls[aw] = false;
 
-	d = heap_getattr(tuple, st->att_partition, tupdesc, &isnull);
-	if (!isnull)
+	if (!nulls[ap])
 	{
-		partition = DatumGetInt32(d);
+		partition = DatumGetInt32(values[ap]);
 		if (partition < 0 || partition >= st->npartitions)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -586,10 +602,7 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 	}
 	else if (st->key_expr != NULL)
 	{
-		HeapTuple	filled;
-
-		filled = heap_modify_tuple(tuple, tupdesc, values, nulls, replace);
-		d = eval_on_row(st, st->key_expr, filled, &isnull);
+		d = eval_on_row(st, st->key_expr, values, nulls, &isnull);
 		if (isnull)
 			partition = 0;
 		else
@@ -597,7 +610,6 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 																st->key_collation,
 																d, UInt64GetDatum(0))) %
 							   (uint64) st->npartitions);
-		heap_freetuple(filled);
 	}
 	else
 	{
@@ -621,16 +633,16 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 		}
 		partition = st->sticky_partition;
 	}
-	values[st->att_partition - 1] = Int32GetDatum(partition);
-	replace[st->att_partition - 1] = true;
+	values[ap] = Int32GetDatum(partition);
+	nulls[ap] = false;
 
 	if (OidIsValid(st->log))
 		offset = sw_shard_offset(st->seqoid, st->log, partition, &st->offset_mode[partition]);
 	else
 		offset = nextval_internal(st->seqoid, false);
 	sw_commit_order_note(st->stream, RelationGetRelid(rel), st->log, st->seqoid, partition, offset);
-	values[st->att_offset - 1] = Int64GetDatum(offset);
-	replace[st->att_offset - 1] = true;
+	values[ao] = Int64GetDatum(offset);
+	nulls[ao] = false;
 
 	/*
 	 * The server's write time is read again now that the transaction holds
@@ -641,14 +653,12 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 	if (assigned)
 	{
 		write_time = GetCurrentTimestamp();
-		values[st->att_write_time - 1] = TimestampTzGetDatum(write_time);
+		values[aw] = TimestampTzGetDatum(write_time);
 	}
 
 	if (st->event_expr != NULL)
 	{
-		HeapTuple	filled = heap_modify_tuple(tuple, tupdesc, values, nulls, replace);
-
-		d = eval_on_row(st, st->event_expr, filled, &isnull);
+		d = eval_on_row(st, st->event_expr, values, nulls, &isnull);
 		if (isnull)
 			ereport(ERROR,
 					(errcode(ERRCODE_NOT_NULL_VIOLATION),
@@ -660,14 +670,124 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 					 errmsg("event time of a row of stream %s is not finite",
 							st->name)));
-		values[st->att_event_time - 1] = d;
-		heap_freetuple(filled);
+		values[ae] = d;
 	}
 	else
-		values[st->att_event_time - 1] = TimestampTzGetDatum(write_time);
-	replace[st->att_event_time - 1] = true;
+		values[ae] = TimestampTzGetDatum(write_time);
+	nulls[ae] = false;
+}
 
+/*
+ * The sw_ingest row trigger.  On a Citus shard of a distributed stream it
+ * is a BEFORE INSERT trigger and fills the row.  On a local stream it is a
+ * BEFORE UPDATE trigger that only binds the expressions: the table access
+ * method fills the rows (sw_ingest_fill_slot), and an UPDATE is refused by
+ * the sw_no_update statement trigger before any row trigger fires, except
+ * commit_order.c's renumbering, which this lets through unchanged.
+ */
+Datum
+streamwm_stream_insert(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Relation	rel;
+	HeapTuple	tuple;
+	IngestCacheEntry *st;
+	TupleDesc	tupdesc;
+	int			natts;
+	Datum	   *values;
+	bool	   *nulls;
+	bool	   *replace;
+
+	sw_require_extension_version();
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		!(TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ||
+		  TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event)))
+		elog(ERROR, "streamwm_internal._stream_insert() must be a BEFORE INSERT or UPDATE row trigger");
+
+	rel = trigdata->tg_relation;
+	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+	{
+		if (RelationGetRelid(rel) == sw_renumbering)
+			return PointerGetDatum(trigdata->tg_newtuple);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot update stream \"%s\"", RelationGetRelationName(rel)),
+				 errdetail("A stream is an append-only log.")));
+	}
+	tuple = trigdata->tg_trigtuple;
+	tupdesc = RelationGetDescr(rel);
+	st = ingest_state(rel, trigdata->tg_trigger);
+
+	natts = tupdesc->natts;
+	values = palloc(natts * sizeof(Datum));
+	nulls = palloc(natts * sizeof(bool));
+	replace = palloc0(natts * sizeof(bool));
+	heap_deform_tuple(tuple, tupdesc, values, nulls);
+	ingest_fill(st, rel, values, nulls);
+	rows_filled++;
+	replace[st->att_partition - 1] = true;
+	replace[st->att_offset - 1] = true;
+	replace[st->att_write_time - 1] = true;
+	replace[st->att_event_time - 1] = true;
 	return PointerGetDatum(heap_modify_tuple(tuple, tupdesc, values, nulls, replace));
+}
+
+/*
+ * Fill the system columns of a row about to be inserted into a local stream
+ * (its table access method, stream_am.c, calls this for every row, after
+ * the executor checked the constraints and before the heap gets the row).
+ * A slot that holds its values as an array (COPY's, a projection's) is
+ * filled in place; one that holds a formed tuple gets a new one.  False
+ * (and nothing done) for a table of that access method that is no stream.
+ */
+bool
+sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot)
+{
+	IngestCacheEntry *st;
+	TupleDesc	desc = slot->tts_tupleDescriptor;
+	bool		is_virtual;
+	TriggerDesc *td = rel->trigdesc;
+	int			i;
+
+	/*
+	 * Only a stream's rows are filled: a table rewrite (ALTER TABLE ... TYPE)
+	 * copies rows that have their values into a new table of the same access
+	 * method, which has no trigger.
+	 */
+	for (i = 0; td != NULL && i < td->numtriggers; i++)
+		if (strcmp(td->triggers[i].tgname, "sw_ingest") == 0)
+			break;
+	if (td == NULL || i == td->numtriggers)
+		return false;
+
+	sw_require_extension_version();
+	st = ingest_state(rel, &td->triggers[i]);
+	slot_getallattrs(slot);
+	is_virtual = TTS_IS_VIRTUAL(slot) ||
+		((TTS_IS_HEAPTUPLE(slot) || TTS_IS_BUFFERTUPLE(slot)) &&
+		 ((HeapTupleTableSlot *) slot)->tuple == NULL);
+	if (is_virtual)
+		ingest_fill(st, rel, slot->tts_values, slot->tts_isnull);
+	else
+	{
+		Datum	   *values = palloc(desc->natts * sizeof(Datum));
+		bool	   *nulls = palloc(desc->natts * sizeof(bool));
+		Oid			tableoid = slot->tts_tableOid;
+
+		memcpy(values, slot->tts_values, desc->natts * sizeof(Datum));
+		memcpy(nulls, slot->tts_isnull, desc->natts * sizeof(bool));
+		ingest_fill(st, rel, values, nulls);
+		ExecForceStoreHeapTuple(heap_form_tuple(desc, values, nulls), slot, true);
+		slot->tts_tableOid = tableoid;
+		pfree(values);
+		pfree(nulls);
+	}
+	/* counted once filled: the user's BEFORE triggers and constraints ran first */
+	rows_filled++;
+	return true;
 }
 
 /* ---------------------------------------------------------------------
@@ -733,8 +853,8 @@ ingest_error_context(void *arg)
 
 	if (call->flushing != NULL)
 	{
-		/* the row whose trigger ran last is the one that failed */
-		int64		i = (int64) (trigger_calls - call->calls_before) - 1;
+		/* the first row not filled is the one that failed */
+		int64		i = (int64) (rows_filled - call->calls_before);
 
 		i = Max(0, Min(i, call->flushing->nrows - 1));
 		rowno = call->flushing->rownos[i];
@@ -995,7 +1115,7 @@ flush_batch(IngestCall *call)
 													   shape->elmlen[i], shape->elmbyval[i],
 													   shape->elmalign[i]));
 	call->flushing = shape;
-	call->calls_before = trigger_calls;
+	call->calls_before = rows_filled;
 	rc = SPI_execute_plan(shape->plan, params, NULL, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "streamwm ingest: INSERT failed: %s", SPI_result_code_string(rc));

@@ -1,15 +1,19 @@
 /*-------------------------------------------------------------------------
  * ingest.h
- *	  Rows into stream tables: the insert trigger and the ingest functions.
+ *	  Rows into stream tables: the system columns of every row (the access
+ *	  method's and the insert trigger's) and the ingest functions.
  *-------------------------------------------------------------------------
  */
 #ifndef STREAMWM_INGEST_H
 #define STREAMWM_INGEST_H
 
+#include "executor/tuptable.h"
 #include "nodes/primnodes.h"
 #include "utils/relcache.h"
 
 extern Expr *sw_row_expression(Relation rel, const char *exprtext,
 							   bool want_timestamptz);
+
+extern bool sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot);
 
 #endif							/* STREAMWM_INGEST_H */

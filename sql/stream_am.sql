@@ -1,0 +1,81 @@
+-- The table access method of local streams (src/stream_am.c): each row gets
+-- its partition, offset, write and event time as the heap stores it, so
+-- COPY keeps its multi-row inserts; everything else is the heap's.
+SET TimeZone = 'UTC';
+SET DateStyle = 'ISO, YMD';
+-- streams here are stepped by the tests themselves (streamwm.process(now => ...)): no background worker steps in
+DO $$BEGIN EXECUTE format('ALTER DATABASE %I SET streamwm.enabled = off', current_database()); END$$;
+CREATE EXTENSION IF NOT EXISTS streamwm;
+
+SELECT streamwm.create_stream('am_s', 'k int8, note text',
+                              event_time => 'to_timestamp(k)', partitions => 2);
+SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = 'am_s'::regclass;
+
+-- COPY inserts a thousand rows at a time; an error in filling one names
+-- that row of the data (COPY's own context would name the last line read),
+-- and nothing of the statement is stored
+\copy am_s (k) FROM PROGRAM 'awk ''BEGIN { for (i = 1; i <= 2500; i++) print (i == 1500 ? "\\N" : i) }'''
+SELECT count(*) FROM am_s;
+\copy am_s (k, sw_partition) FROM PROGRAM 'awk ''BEGIN { for (i = 1; i <= 2500; i++) print i "\t" (i == 2001 ? 7 : 1) }'''
+SELECT count(*) FROM am_s;
+
+-- a load of 2,500 rows: every row filled, offsets unique, one commit log
+-- entry covering them, all read by a step in order (none late)
+\copy am_s (k) FROM PROGRAM 'seq 1 2500'
+SELECT count(*) AS n, count(DISTINCT sw_offset) AS offsets, count(DISTINCT sw_partition) AS partitions,
+       bool_and(sw_event_time = to_timestamp(k)) AS event_times,
+       bool_and(sw_write_time IS NOT NULL AND sw_partition IS NOT NULL) AS filled
+  FROM am_s;
+SELECT count(*) AS entries, sum(hi - lo) >= 2500 AS covers
+  FROM streamwm.commit_log WHERE stream = 'am_s'::regclass;
+SELECT streamwm.process('am_s', now => to_timestamp(3000));
+SELECT events, late_events, unprocessed_events FROM streamwm.streams WHERE stream = 'am_s'::regclass;
+
+-- INSERT, ON CONFLICT (a speculative insert) and RETURNING see the filled row
+INSERT INTO am_s (k) VALUES (2600) ON CONFLICT DO NOTHING
+RETURNING sw_partition IS NOT NULL AS partition, sw_offset > 0 AS offset,
+          sw_event_time = to_timestamp(2600) AS event_time;
+INSERT INTO am_s (k, sw_partition, sw_write_time) VALUES (2601, 1, to_timestamp(5))
+RETURNING sw_partition, sw_write_time, sw_event_time;
+-- a user still never gives sw_offset or sw_event_time
+INSERT INTO am_s (k, sw_offset) VALUES (1, 1);
+INSERT INTO am_s (k, sw_event_time) VALUES (1, now());
+-- a user's BEFORE ROW trigger makes COPY insert row by row: then COPY's own
+-- context names the line
+CREATE FUNCTION am_noop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+CREATE TRIGGER am_noop BEFORE INSERT ON am_s FOR EACH ROW EXECUTE FUNCTION am_noop();
+COPY am_s (k) FROM STDIN;
+7
+\N
+\.
+DROP TRIGGER am_noop ON am_s;
+DROP FUNCTION am_noop();
+
+-- what the heap does for it: index builds (plain and concurrent), VACUUM
+-- FULL, CLUSTER and a rewrite keep every row and offset as it was
+CREATE TEMP TABLE am_before AS SELECT sw_partition, sw_offset, k FROM am_s;
+CREATE INDEX am_s_k ON am_s (k);
+CREATE INDEX CONCURRENTLY am_s_note ON am_s (note);
+VACUUM FULL am_s;
+CLUSTER am_s USING am_s_k;
+ALTER TABLE am_s ALTER COLUMN note TYPE varchar;
+SELECT count(*) FROM ((TABLE am_before EXCEPT SELECT sw_partition, sw_offset, k FROM am_s)
+                      UNION ALL (SELECT sw_partition, sw_offset, k FROM am_s EXCEPT TABLE am_before)) d;
+SET enable_seqscan = off;
+SELECT count(*) FROM am_s WHERE k = 1234;
+RESET enable_seqscan;
+-- the rows stay a stream's: the next load continues after them
+INSERT INTO am_s (k) VALUES (2700);
+SELECT count(*) FROM am_s WHERE sw_offset > (SELECT max(sw_offset) FROM am_before);
+-- nor can a stream change its access method
+ALTER TABLE am_s SET ACCESS METHOD heap;
+
+-- a table of that access method that is no stream is the heap
+CREATE TABLE am_plain (a int, sw_offset bigint) USING streamwm_stream;
+INSERT INTO am_plain VALUES (1, 42);
+COPY am_plain FROM STDIN;
+2	\N
+\.
+TABLE am_plain;
+DROP TABLE am_plain;
+SELECT streamwm.drop_stream('am_s');
