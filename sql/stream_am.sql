@@ -67,6 +67,13 @@ RESET enable_seqscan;
 -- the rows stay a stream's: the next load continues after them
 INSERT INTO am_s (k) VALUES (2700);
 SELECT count(*) FROM am_s WHERE sw_offset > (SELECT max(sw_offset) FROM am_before);
+-- as with a trigger, rows are stored as given under session_replication_role
+-- = replica (a logical replication apply worker, pg_restore --disable-triggers)
+SET session_replication_role = replica;
+INSERT INTO am_s (k, sw_partition, sw_offset, sw_write_time, sw_event_time)
+VALUES (2800, 1, 999999, to_timestamp(1), to_timestamp(2800));
+RESET session_replication_role;
+SELECT sw_partition, sw_offset, sw_write_time FROM am_s WHERE k = 2800;
 -- nor can a stream change its access method
 ALTER TABLE am_s SET ACCESS METHOD heap;
 

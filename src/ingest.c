@@ -763,6 +763,18 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot)
 	if (td == NULL || i == td->numtriggers)
 		return false;
 
+	/*
+	 * ... and only when the trigger would fire on INSERT: as the insert
+	 * trigger of 0.1 did, rows are stored as given under
+	 * session_replication_role = replica (a logical replication apply worker,
+	 * pg_restore --disable-triggers).
+	 */
+	if (td->triggers[i].tgenabled == TRIGGER_DISABLED ||
+		(SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA ?
+		 td->triggers[i].tgenabled == TRIGGER_FIRES_ON_ORIGIN :
+		 td->triggers[i].tgenabled == TRIGGER_FIRES_ON_REPLICA))
+		return false;
+
 	sw_require_extension_version();
 	st = ingest_state(rel, &td->triggers[i]);
 	slot_getallattrs(slot);
