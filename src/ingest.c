@@ -736,6 +736,35 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Is this the name of a stream's sw_ingest trigger?  Also on a Citus shard
+ * of a local stream that Citus was made to distribute behind streamwm's back
+ * (citus.c, "the refusals"): the shard <table>_<shardid> has the stream's
+ * access method and Citus names its copy of the trigger sw_ingest_<shardid>.
+ * That shard's rows must reach ingest_state(), which refuses them, rather
+ * than be stored as given, unfilled.
+ */
+static bool
+is_ingest_trigger_name(Relation rel, const char *tgname)
+{
+	const char *relname;
+	const char *suffix;
+	size_t		rlen;
+	size_t		slen;
+
+	if (strcmp(tgname, "sw_ingest") == 0)
+		return true;
+	if (strncmp(tgname, "sw_ingest_", 10) != 0)
+		return false;
+	suffix = tgname + 9;		/* "_<shardid>" */
+	slen = strlen(suffix);
+	if (slen < 2 || strspn(suffix + 1, "0123456789") != slen - 1)
+		return false;
+	relname = RelationGetRelationName(rel);
+	rlen = strlen(relname);
+	return rlen > slen && strcmp(relname + rlen - slen, suffix) == 0;
+}
+
+/*
  * Fill the system columns of a row about to be inserted into a local stream
  * (its table access method, stream_am.c, calls this for every row, after
  * the executor checked the constraints and before the heap gets the row).
@@ -758,7 +787,7 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot)
 	 * method, which has no trigger.
 	 */
 	for (i = 0; td != NULL && i < td->numtriggers; i++)
-		if (strcmp(td->triggers[i].tgname, "sw_ingest") == 0)
+		if (is_ingest_trigger_name(rel, td->triggers[i].tgname))
 			break;
 	if (td == NULL || i == td->numtriggers)
 		return false;
