@@ -128,8 +128,6 @@ typedef struct IngestCacheEntry
 
 static HTAB *ingest_cache = NULL;
 
-static Trigger *ingest_trigger(Relation rel);
-
 /*
  * Rows given their system columns in this backend: ingest() inserts rows in
  * batches and uses it to say which row an error belongs to (the first row
@@ -381,8 +379,6 @@ ingest_state(Relation rel, Trigger *trigger)
 	entry->valid = false;
 	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "streamwm ingest",
 									   ALLOCSET_SMALL_SIZES);
-	if (trigger == NULL)
-		trigger = ingest_trigger(rel);
 
 	if (trigger->tgnargs != 1 && trigger->tgnargs != 2)
 		elog(ERROR, "streamwm_internal._stream_insert() needs 1 or 2 trigger arguments");
@@ -510,27 +506,6 @@ eval_on_row(IngestCacheEntry *st, ExprState *expr, Datum *values, bool *nulls,
 	ExecStoreVirtualTuple(slot);
 	st->econtext->ecxt_scantuple = slot;
 	return ExecEvalExprSwitchContext(expr, st->econtext, isnull);
-}
-
-/*
- * The sw_ingest trigger of a stream table: it binds the event_time and
- * partition_key expressions and carries the partition count (and, on a
- * Citus shard, the commit log).
- */
-static Trigger *
-ingest_trigger(Relation rel)
-{
-	TriggerDesc *td = rel->trigdesc;
-
-	for (int i = 0; td != NULL && i < td->numtriggers; i++)
-		if (strcmp(td->triggers[i].tgname, "sw_ingest") == 0)
-			return &td->triggers[i];
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("stream table \"%s\" has no sw_ingest trigger",
-					RelationGetRelationName(rel)),
-			 errhint("Create streams with streamwm.create_stream().")));
-	return NULL;				/* keep the compiler quiet */
 }
 
 /*
