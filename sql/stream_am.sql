@@ -86,3 +86,41 @@ COPY am_plain FROM STDIN;
 TABLE am_plain;
 DROP TABLE am_plain;
 SELECT streamwm.drop_stream('am_s');
+
+-- the key cannot identify rows to logical replication (nullable columns):
+-- the whole row does, so that with a publication of the stream's deletes
+-- (and of renumbering's updates, test/specs/renumber.spec) retention still
+-- removes rows
+SELECT streamwm.create_stream('am_p', 'v int', retention => '1 minute');
+SELECT relreplident FROM pg_class WHERE oid = 'am_p'::regclass;
+SET client_min_messages = error;   -- "wal_level is insufficient" on some clusters
+CREATE PUBLICATION am_pub FOR TABLE am_p;
+RESET client_min_messages;
+INSERT INTO am_p (v, sw_write_time) SELECT i, to_timestamp(i) FROM generate_series(1, 600) i;
+SELECT streamwm.process('am_p', now => to_timestamp(1000));
+SELECT streamwm.process('am_p', now => to_timestamp(1000));
+SELECT count(*) < 600 AS removed, min(sw_write_time) >= to_timestamp(600 - 120) AS kept_recent FROM am_p;
+DROP PUBLICATION am_pub;
+SELECT streamwm.drop_stream('am_p');
+
+-- a partition_key that changes the stream (a GRANT invalidates its cached
+-- state) and inserts into it while a fill uses that state: the outer fill
+-- keeps the state it began with (this once freed it under it and crashed)
+CREATE FUNCTION am_pk(v int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE 'GRANT SELECT ON am_k TO public';
+  IF v > 0 THEN INSERT INTO am_k (v) VALUES (-v); END IF;
+  RETURN v;
+END $$;
+SELECT streamwm.create_stream('am_k', 'v int', partitions => 4, partition_key => 'am_pk(v)');
+INSERT INTO am_k (v) VALUES (1), (2), (3);
+COPY am_k (v) FROM STDIN;
+5
+6
+\.
+SELECT count(*) AS n, count(DISTINCT sw_offset) AS offsets,
+       bool_and(sw_partition = (hashint4extended(v, 0)::numeric + CASE WHEN hashint4extended(v, 0) < 0 THEN 2::numeric ^ 64 ELSE 0 END) % 4)
+         AS partition_by_key
+  FROM am_k;
+SELECT streamwm.drop_stream('am_k');
+DROP FUNCTION am_pk(int);

@@ -2203,6 +2203,12 @@ BEGIN
                        'ALTER COLUMN sw_partition DROP NOT NULL, ALTER COLUMN sw_offset DROP NOT NULL, '
                        'ALTER COLUMN sw_write_time DROP NOT NULL, ALTER COLUMN sw_event_time DROP NOT NULL, '
                        'ADD UNIQUE (sw_partition, sw_offset)', rel);
+        -- the primary key identified rows to logical replication; as for a
+        -- new stream, the whole row does now (a stream whose owner chose
+        -- REPLICA IDENTITY NOTHING or FULL keeps it)
+        IF (SELECT relreplident FROM pg_class WHERE oid = s.stream) IN ('d', 'i') THEN
+            EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', rel);
+        END IF;
 
         PERFORM pg_catalog.set_config('search_path', format('%I, public', s.nspname), true);
         when_clause := streamwm_internal._ingest_when(s.stream, s.event_time, s.partition_key);

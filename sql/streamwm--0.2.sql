@@ -587,7 +587,14 @@ BEGIN
     IF distributed THEN
         EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (sw_partition, sw_offset)', rel);
     ELSE
-        EXECUTE format('ALTER TABLE %s ADD UNIQUE (sw_partition, sw_offset)', rel);
+        -- The access method fills the system columns after the executor
+        -- checked NOT NULL (src/stream_am.c): they are nullable, the key is
+        -- a unique constraint, which cannot identify rows to logical
+        -- replication; the renumbering UPDATE at commit and retention's
+        -- DELETE then need the whole row as identity, or a publication of
+        -- the stream's updates and deletes would make them fail.
+        EXECUTE format('ALTER TABLE %s ADD UNIQUE (sw_partition, sw_offset), '
+                       'REPLICA IDENTITY FULL', rel);
     END IF;
     -- Steps read by offset on the primary key; only the general plan's window
     -- reads and the views filter by event time, which follows offsets when

@@ -98,10 +98,13 @@ PG_FUNCTION_INFO_V1(streamwm_ingest_when);
 PG_FUNCTION_INFO_V1(streamwm_ingest);
 PG_FUNCTION_INFO_V1(streamwm_ingest_lines);
 
-/* What the trigger needs to know about one stream, cached per backend. */
-typedef struct IngestCacheEntry
+/*
+ * What the filling needs to know about one stream, cached per backend.  A
+ * state lives in its own context and is never changed once built, except
+ * for the sticky partition; see ingest_state() for how one is replaced.
+ */
+typedef struct IngestState
 {
-	Oid			relid;			/* hash key */
 	bool		valid;
 	MemoryContext cxt;
 	int			npartitions;
@@ -124,6 +127,12 @@ typedef struct IngestCacheEntry
 	Oid			key_collation;
 	ExprContext *econtext;
 	TupleTableSlot *slot;
+} IngestState;
+
+typedef struct IngestCacheEntry
+{
+	Oid			relid;			/* hash key */
+	IngestState *state;			/* NULL until built */
 } IngestCacheEntry;
 
 static HTAB *ingest_cache = NULL;
@@ -147,8 +156,8 @@ ingest_cache_invalidate(Datum arg, Oid relid)
 	hash_seq_init(&status, ingest_cache);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
-		if (relid == InvalidOid || entry->relid == relid)
-			entry->valid = false;
+		if ((relid == InvalidOid || entry->relid == relid) && entry->state != NULL)
+			entry->state->valid = false;
 	}
 }
 
@@ -349,12 +358,23 @@ ingest_bound_expression(Relation rel, Node *arm)
 	return expression_planner((Expr *) expr);
 }
 
-/* Build (or find) the cached ingest state of a stream table. */
-static IngestCacheEntry *
+/*
+ * Build (or find) the cached ingest state of a stream table.
+ *
+ * A state may be invalidated while a fill uses it: the partition_key or
+ * event_time expression may run a function that changes the stream (a GRANT
+ * is enough) and inserts into it, which builds a new state under the outer
+ * fill.  So a state is built whole in a context of its own and swapped in at
+ * the end, and the state it replaces is not freed but handed to the
+ * transaction, whose end frees it: no fill outlives its transaction.
+ */
+static IngestState *
 ingest_state(Relation rel, Trigger *trigger)
 {
 	Oid			relid = RelationGetRelid(rel);
-	IngestCacheEntry *entry;
+	IngestCacheEntry *cached;
+	IngestState *entry;
+	MemoryContext cxt;
 	bool		found;
 	MemoryContext old;
 	List	   *seqs;
@@ -371,14 +391,17 @@ ingest_state(Relation rel, Trigger *trigger)
 								   HASH_ELEM | HASH_BLOBS);
 		CacheRegisterRelcacheCallback(ingest_cache_invalidate, (Datum) 0);
 	}
-	entry = hash_search(ingest_cache, &relid, HASH_ENTER, &found);
-	if (found && entry->valid)
-		return entry;
-	if (found && entry->cxt)
-		MemoryContextDelete(entry->cxt);
-	entry->valid = false;
-	entry->cxt = AllocSetContextCreate(CacheMemoryContext, "streamwm ingest",
-									   ALLOCSET_SMALL_SIZES);
+	cached = hash_search(ingest_cache, &relid, HASH_ENTER, &found);
+	if (!found)
+		cached->state = NULL;
+	if (cached->state != NULL && cached->state->valid)
+		return cached->state;
+
+	/* under the caller's context until complete: an error frees it */
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "streamwm ingest",
+								ALLOCSET_SMALL_SIZES);
+	entry = MemoryContextAllocZero(cxt, sizeof(IngestState));
+	entry->cxt = cxt;
 
 	if (trigger->tgnargs != 1 && trigger->tgnargs != 2)
 		elog(ERROR, "streamwm_internal._stream_insert() needs 1 or 2 trigger arguments");
@@ -488,12 +511,20 @@ ingest_state(Relation rel, Trigger *trigger)
 										   &TTSOpsVirtual);
 	MemoryContextSwitchTo(old);
 	entry->valid = true;
+
+	/* the entry may have been rebuilt meanwhile, by a nested fill */
+	cached = hash_search(ingest_cache, &relid, HASH_FIND, &found);
+	Assert(found);
+	if (cached->state != NULL)
+		MemoryContextSetParent(cached->state->cxt, TopTransactionContext);
+	MemoryContextSetParent(cxt, CacheMemoryContext);
+	cached->state = entry;
 	return entry;
 }
 
 /* Evaluate a cached expression on a row; the result lives until the next row. */
 static Datum
-eval_on_row(IngestCacheEntry *st, ExprState *expr, Datum *values, bool *nulls,
+eval_on_row(IngestState *st, ExprState *expr, Datum *values, bool *nulls,
 			bool *isnull)
 {
 	TupleTableSlot *slot = st->slot;
@@ -523,7 +554,7 @@ eval_on_row(IngestCacheEntry *st, ExprState *expr, Datum *values, bool *nulls,
  * The offset is noted for the commit (commit_order.c).
  */
 static void
-ingest_fill(IngestCacheEntry *st, Relation rel, Datum *values, bool *nulls)
+ingest_fill(IngestState *st, Relation rel, Datum *values, bool *nulls)
 {
 	int			partition;
 	TimestampTz write_time;
@@ -666,7 +697,7 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	Relation	rel;
 	HeapTuple	tuple;
-	IngestCacheEntry *st;
+	IngestState *st;
 	TupleDesc	tupdesc;
 	int			natts;
 	Datum	   *values;
@@ -740,6 +771,51 @@ is_ingest_trigger_name(Relation rel, const char *tgname)
 }
 
 /*
+ * Does the slot hold its row as arrays of values that may be changed in
+ * place (a virtual slot, or a heap slot not holding a formed tuple)?
+ */
+static bool
+slot_holds_values(TupleTableSlot *slot)
+{
+	return TTS_IS_VIRTUAL(slot) ||
+		((TTS_IS_HEAPTUPLE(slot) || TTS_IS_BUFFERTUPLE(slot)) &&
+		 ((HeapTupleTableSlot *) slot)->tuple == NULL);
+}
+
+typedef struct SlotValues
+{
+	Datum	   *values;
+	bool	   *nulls;
+} SlotValues;
+
+/* A changeable copy of the values of a slot that holds a formed tuple. */
+static SlotValues
+slot_values_copy(TupleTableSlot *slot)
+{
+	int			natts = slot->tts_tupleDescriptor->natts;
+	SlotValues	v;
+
+	v.values = palloc(natts * sizeof(Datum));
+	v.nulls = palloc(natts * sizeof(bool));
+	memcpy(v.values, slot->tts_values, natts * sizeof(Datum));
+	memcpy(v.nulls, slot->tts_isnull, natts * sizeof(bool));
+	return v;
+}
+
+/* ... stored back into the slot as a new tuple, the copy freed */
+static void
+slot_values_store(TupleTableSlot *slot, SlotValues v)
+{
+	Oid			tableoid = slot->tts_tableOid;
+
+	ExecForceStoreHeapTuple(heap_form_tuple(slot->tts_tupleDescriptor, v.values, v.nulls),
+							slot, true);
+	slot->tts_tableOid = tableoid;
+	pfree(v.values);
+	pfree(v.nulls);
+}
+
+/*
  * Fill the system columns of a row about to be inserted into a local stream
  * (its table access method, stream_am.c, calls this for every row, after
  * the executor checked the constraints and before the heap gets the row).
@@ -748,11 +824,9 @@ is_ingest_trigger_name(Relation rel, const char *tgname)
  * (and nothing done) for a table of that access method that is no stream.
  */
 bool
-sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot)
+sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 {
-	IngestCacheEntry *st;
-	TupleDesc	desc = slot->tts_tupleDescriptor;
-	bool		is_virtual;
+	IngestState *st;
 	TriggerDesc *td = rel->trigdesc;
 	int			i;
 
@@ -782,28 +856,53 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot)
 	sw_require_extension_version();
 	st = ingest_state(rel, &td->triggers[i]);
 	slot_getallattrs(slot);
-	is_virtual = TTS_IS_VIRTUAL(slot) ||
-		((TTS_IS_HEAPTUPLE(slot) || TTS_IS_BUFFERTUPLE(slot)) &&
-		 ((HeapTupleTableSlot *) slot)->tuple == NULL);
-	if (is_virtual)
+	if (filled != NULL)
+	{
+		AttrNumber	atts[4] = {st->att_partition, st->att_offset,
+		st->att_write_time, st->att_event_time};
+
+		filled->natts = 0;
+		for (i = 0; i < 4; i++)
+			if (slot->tts_isnull[atts[i] - 1])
+				filled->atts[filled->natts++] = atts[i];
+	}
+	if (slot_holds_values(slot))
 		ingest_fill(st, rel, slot->tts_values, slot->tts_isnull);
 	else
 	{
-		Datum	   *values = palloc(desc->natts * sizeof(Datum));
-		bool	   *nulls = palloc(desc->natts * sizeof(bool));
-		Oid			tableoid = slot->tts_tableOid;
+		SlotValues	v = slot_values_copy(slot);
 
-		memcpy(values, slot->tts_values, desc->natts * sizeof(Datum));
-		memcpy(nulls, slot->tts_isnull, desc->natts * sizeof(bool));
-		ingest_fill(st, rel, values, nulls);
-		ExecForceStoreHeapTuple(heap_form_tuple(desc, values, nulls), slot, true);
-		slot->tts_tableOid = tableoid;
-		pfree(values);
-		pfree(nulls);
+		ingest_fill(st, rel, v.values, v.nulls);
+		slot_values_store(slot, v);
 	}
 	/* counted once filled: the user's BEFORE triggers and constraints ran first */
 	rows_filled++;
 	return true;
+}
+
+/*
+ * Empty again the system columns that sw_ingest_fill_slot() filled in a
+ * slot: a speculative insertion (INSERT ... ON CONFLICT) that met a
+ * conflicting row being inserted meanwhile inserts the same slot again,
+ * once that row is gone, and then it is filled anew.  The offset taken is
+ * left unused, as an aborted insert leaves it.
+ */
+void
+sw_ingest_unfill_slot(TupleTableSlot *slot, const SwFilled *filled)
+{
+	SlotValues	v;
+
+	slot_getallattrs(slot);
+	if (slot_holds_values(slot))
+	{
+		for (int i = 0; i < filled->natts; i++)
+			slot->tts_isnull[filled->atts[i] - 1] = true;
+		return;
+	}
+	v = slot_values_copy(slot);
+	for (int i = 0; i < filled->natts; i++)
+		v.nulls[filled->atts[i] - 1] = true;
+	slot_values_store(slot, v);
 }
 
 /* ---------------------------------------------------------------------

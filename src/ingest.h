@@ -14,6 +14,14 @@
 extern Expr *sw_row_expression(Relation rel, const char *exprtext,
 							   bool want_timestamptz);
 
-extern bool sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot);
+/* The system columns sw_ingest_fill_slot() filled in a row (it had them NULL). */
+typedef struct SwFilled
+{
+	int			natts;
+	AttrNumber	atts[4];
+} SwFilled;
+
+extern bool sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled);
+extern void sw_ingest_unfill_slot(TupleTableSlot *slot, const SwFilled *filled);
 
 #endif							/* STREAMWM_INGEST_H */

@@ -42,17 +42,43 @@ static void
 stream_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 					int options, BulkInsertState bistate)
 {
-	(void) sw_ingest_fill_slot(rel, slot);
+	(void) sw_ingest_fill_slot(rel, slot, NULL);
 	GetHeapamTableAmRoutine()->tuple_insert(rel, slot, cid, options, bistate);
 }
+
+/*
+ * INSERT ... ON CONFLICT inserts a row speculatively; when a conflicting
+ * row was being inserted meanwhile, it is told the insertion failed, waits
+ * for that row and, if it went away, inserts the same slot again: the
+ * columns filled for the first try are emptied again for the second.
+ */
+static struct
+{
+	TupleTableSlot *slot;
+	bool		was_filled;
+	SwFilled	filled;
+}			speculative;
 
 static void
 stream_tuple_insert_speculative(Relation rel, TupleTableSlot *slot, CommandId cid,
 								int options, BulkInsertState bistate, uint32 specToken)
 {
-	(void) sw_ingest_fill_slot(rel, slot);
+	speculative.slot = NULL;
+	speculative.was_filled = sw_ingest_fill_slot(rel, slot, &speculative.filled);
+	speculative.slot = slot;
 	GetHeapamTableAmRoutine()->tuple_insert_speculative(rel, slot, cid, options,
 														bistate, specToken);
+}
+
+static void
+stream_tuple_complete_speculative(Relation rel, TupleTableSlot *slot,
+								  uint32 specToken, bool succeeded)
+{
+	GetHeapamTableAmRoutine()->tuple_complete_speculative(rel, slot, specToken,
+														  succeeded);
+	if (!succeeded && speculative.slot == slot && speculative.was_filled)
+		sw_ingest_unfill_slot(slot, &speculative.filled);
+	speculative.slot = NULL;
 }
 
 /*
@@ -100,7 +126,7 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 	{
 		/* not COPY's: each row names itself, if anything does */
 		for (int i = 0; i < nslots; i++)
-			(void) sw_ingest_fill_slot(rel, slots[i]);
+			(void) sw_ingest_fill_slot(rel, slots[i], NULL);
 	}
 	else
 	{
@@ -121,7 +147,7 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 		for (int i = 0; i < nslots; i++)
 		{
 			cx.row = copy_rows.rows + i + 1;
-			(void) sw_ingest_fill_slot(rel, slots[i]);
+			(void) sw_ingest_fill_slot(rel, slots[i], NULL);
 		}
 		error_context_stack = saved;
 		copy_rows.rows += nslots;
@@ -190,6 +216,7 @@ streamwm_stream_am_handler(PG_FUNCTION_ARGS)
 		stream_am = *GetHeapamTableAmRoutine();
 		stream_am.tuple_insert = stream_tuple_insert;
 		stream_am.tuple_insert_speculative = stream_tuple_insert_speculative;
+		stream_am.tuple_complete_speculative = stream_tuple_complete_speculative;
 		stream_am.multi_insert = stream_multi_insert;
 		stream_am.index_build_range_scan = stream_index_build_range_scan;
 		stream_am.index_validate_scan = stream_index_validate_scan;

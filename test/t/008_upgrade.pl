@@ -484,10 +484,10 @@ my $shape = q{
 	    FROM pg_attribute WHERE attrelid IN ('clicks'::regclass, 'wt'::regclass) AND attnum > 0
 	     AND NOT attisdropped
 	  UNION ALL
-	  SELECT 'table ' || c.oid::regclass || ' using ' || a.amname FROM pg_class c
+	  SELECT 'table ' || c.oid::regclass || ' using ' || a.amname || ' replica identity ' || c.relreplident FROM pg_class c
 	    JOIN pg_am a ON a.oid = c.relam WHERE c.oid IN ('clicks'::regclass, 'wt'::regclass)) s};
 is($node->safe_psql('app', $shape), $node->safe_psql('fresh', $shape),
-	'the upgraded stream tables have the access method, triggers, indexes and columns of new ones');
+	'the upgraded stream tables have the access method, replica identity, triggers, indexes and columns of new ones');
 
 # pane tables and results stay the users' own, out of the extension
 is($node->safe_psql('app', q{
