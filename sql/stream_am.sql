@@ -74,8 +74,32 @@ INSERT INTO am_s (k, sw_partition, sw_offset, sw_write_time, sw_event_time)
 VALUES (2800, 1, 999999, to_timestamp(1), to_timestamp(2800));
 RESET session_replication_role;
 SELECT sw_partition, sw_offset, sw_write_time FROM am_s WHERE k = 2800;
+-- ... but never without what a step reads it by
+SET session_replication_role = replica;
+INSERT INTO am_s (k, sw_partition, sw_write_time, sw_event_time) VALUES (2801, 1, to_timestamp(1), to_timestamp(1));
+RESET session_replication_role;
+-- COPY ... WHERE: the row that failed is counted among those kept
+\copy am_s (k, sw_partition) FROM PROGRAM 'awk ''BEGIN { for (i = 1; i <= 30; i++) print i "\t" (i == 25 ? 7 : 1) }''' WHERE k > 20
+-- owner code in an index expression runs while the heap's routine builds
+-- the index: what it inserts into the stream would not be filled, and is
+-- refused
+CREATE FUNCTION am_ins(k int8) RETURNS int8 VOLATILE LANGUAGE plpgsql AS
+  $$ BEGIN INSERT INTO am_s (k) VALUES (k + 100000); RETURN k; END $$;
+CREATE FUNCTION am_ix(k int8) RETURNS int8 IMMUTABLE LANGUAGE plpgsql AS $$ BEGIN RETURN am_ins(k); END $$;
+CREATE INDEX am_s_ix ON am_s (am_ix(k)) WHERE k < 10;
+SELECT count(*) FROM am_s WHERE k > 100000 OR sw_offset IS NULL;
+DROP FUNCTION am_ix(int8);
+DROP FUNCTION am_ins(int8);
 -- nor can a stream change its access method
 ALTER TABLE am_s SET ACCESS METHOD heap;
+
+-- a stored generated column is computed before the row is filled: over a
+-- system column it would see NULL, and is refused
+SELECT streamwm.create_stream('am_g', 'k int, o2 bigint GENERATED ALWAYS AS (sw_offset * 2) STORED');
+SELECT streamwm.create_stream('am_g', 'k int, k2 int GENERATED ALWAYS AS (k * 2) STORED');
+ALTER TABLE am_g ADD COLUMN p2 int GENERATED ALWAYS AS (sw_partition + 1) STORED;
+INSERT INTO am_g (k) VALUES (21) RETURNING k2, sw_offset IS NOT NULL AS filled;
+SELECT streamwm.drop_stream('am_g');
 
 -- a table of that access method that is no stream is the heap
 CREATE TABLE am_plain (a int, sw_offset bigint) USING streamwm_stream;
@@ -84,7 +108,13 @@ COPY am_plain FROM STDIN;
 2	\N
 \.
 TABLE am_plain;
+-- ... also with a trigger of its own named sw_ingest
+CREATE FUNCTION am_own() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+CREATE TRIGGER sw_ingest BEFORE UPDATE ON am_plain FOR EACH ROW EXECUTE FUNCTION am_own();
+INSERT INTO am_plain VALUES (3, NULL);
+SELECT count(*) FROM am_plain;
 DROP TABLE am_plain;
+DROP FUNCTION am_own();
 SELECT streamwm.drop_stream('am_s');
 
 -- the key cannot identify rows to logical replication (nullable columns):

@@ -324,6 +324,10 @@ CREATE OR REPLACE FUNCTION streamwm_internal._stream_insert() RETURNS trigger
 CREATE FUNCTION streamwm_internal._stream_am_handler(internal) RETURNS table_am_handler
     AS 'MODULE_PATHNAME', 'streamwm_stream_am_handler' LANGUAGE C;
 CREATE ACCESS METHOD streamwm_stream TYPE TABLE HANDLER streamwm_internal._stream_am_handler;
+-- BEFORE INSERT statement trigger of every local stream: its rows are
+-- filled by that access method only (src/stream_am.c).
+CREATE FUNCTION streamwm_internal._stream_check_method() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'streamwm_stream_check_method' LANGUAGE C;
 
 -- Validates a stream's event_time and partition_key expressions and returns
 -- the WHEN condition of its sw_ingest trigger that binds them.
@@ -660,6 +664,20 @@ BEGIN
             USING ERRCODE = 'reserved_name',
                   DETAIL = 'Column names starting with "sw_" belong to streamwm.';
     END LOOP;
+    -- a stored generated column is computed before the access method fills
+    -- the row (src/stream_am.c): over a system column it would see NULL
+    FOR col IN SELECT g.attname
+                 FROM pg_attrdef ad
+                 JOIN pg_attribute g ON g.attrelid = ad.adrelid AND g.attnum = ad.adnum
+                 JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid
+                                 AND d.refclassid = 'pg_class'::regclass AND d.refobjid = rel
+                 JOIN pg_attribute r ON r.attrelid = rel AND r.attnum = d.refobjsubid
+                WHERE ad.adrelid = rel AND g.attgenerated <> '' AND r.attname LIKE 'sw\_%'
+    LOOP
+        RAISE EXCEPTION 'generated column "%" cannot be computed from a system column', col.attname
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'It is computed before streamwm gives the row its partition, offset and times: it would see them NULL.';
+    END LOOP;
 
     -- Validated here, bound in the sw_ingest trigger below (src/ingest.c),
     -- both under the caller's search_path.
@@ -702,6 +720,10 @@ BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     EXECUTE format('CREATE TRIGGER sw_no_update BEFORE UPDATE ON %s FOR EACH STATEMENT '
                    'EXECUTE FUNCTION streamwm_internal._stream_no_update()', rel);
+    IF NOT distributed THEN
+        EXECUTE format('CREATE TRIGGER sw_access_method BEFORE INSERT ON %s FOR EACH STATEMENT '
+                       'EXECUTE FUNCTION streamwm_internal._stream_check_method()', rel);
+    END IF;
     IF distributed THEN
         -- The coordinator's copy of the rows steps read (src/citus.c): the
         -- window statements read it as they read a local stream.
@@ -1850,6 +1872,8 @@ COMMENT ON FUNCTION streamwm_internal._stream_am_handler(internal) IS
     'internal: handler of the streamwm_stream table access method, not for direct use';
 COMMENT ON ACCESS METHOD streamwm_stream IS
     'the table access method of local streams: the heap, each row given its partition, offset, write and event time as it is inserted';
+COMMENT ON FUNCTION streamwm_internal._stream_check_method() IS
+    'internal: BEFORE INSERT trigger function of local stream tables (refuses rows the access method would not fill), not for direct use';
 COMMENT ON FUNCTION streamwm_internal._stream_no_update() IS
     'internal: BEFORE UPDATE trigger function of stream tables (append-only), not for direct use';
 COMMENT ON FUNCTION streamwm_internal._stream_of(regclass) IS
@@ -2112,6 +2136,8 @@ DECLARE
     pk   name;
     path text := pg_catalog.current_setting('search_path');
     when_clause text;
+    fk   record;
+    fks  text[];
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     FOR s IN SELECT d.*, c.relname, n.nspname
@@ -2196,6 +2222,18 @@ BEGIN
         pk := NULL;
         SELECT c.conname INTO pk FROM pg_constraint c
          WHERE c.conrelid = s.stream AND c.contype = 'p';
+        -- a user's foreign keys that reference the primary key are made
+        -- again, on the unique constraint that takes its place
+        fks := '{}';
+        FOR fk IN SELECT f.conrelid::regclass AS tab, f.conname, pg_get_constraintdef(f.oid) AS def
+                    FROM pg_constraint f
+                    JOIN pg_constraint p ON p.conrelid = s.stream AND p.contype = 'p'
+                                        AND p.conindid = f.conindid
+                   WHERE f.contype = 'f' AND f.confrelid = s.stream
+        LOOP
+            EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', fk.tab, fk.conname);
+            fks := fks || format('ALTER TABLE %s ADD CONSTRAINT %I %s', fk.tab, fk.conname, fk.def);
+        END LOOP;
         IF pk IS NOT NULL THEN
             EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', rel, pk);
         END IF;
@@ -2209,6 +2247,9 @@ BEGIN
         IF (SELECT relreplident FROM pg_class WHERE oid = s.stream) IN ('d', 'i') THEN
             EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', rel);
         END IF;
+        FOR i IN 1 .. coalesce(array_length(fks, 1), 0) LOOP
+            EXECUTE fks[i];
+        END LOOP;
 
         PERFORM pg_catalog.set_config('search_path', format('%I, public', s.nspname), true);
         when_clause := streamwm_internal._ingest_when(s.stream, s.event_time, s.partition_key);
@@ -2218,6 +2259,8 @@ BEGIN
         PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
         EXECUTE format('CREATE TRIGGER sw_no_update BEFORE UPDATE ON %s FOR EACH STATEMENT '
                        'EXECUTE FUNCTION streamwm_internal._stream_no_update()', rel);
+        EXECUTE format('CREATE TRIGGER sw_access_method BEFORE INSERT ON %s FOR EACH STATEMENT '
+                       'EXECUTE FUNCTION streamwm_internal._stream_check_method()', rel);
         EXECUTE format('CREATE TRIGGER sw_truncate_start BEFORE TRUNCATE ON %s FOR EACH STATEMENT '
                        'EXECUTE FUNCTION streamwm_internal._stream_truncate()', rel);
         EXECUTE format('CREATE TRIGGER sw_truncate_check AFTER TRUNCATE ON %s FOR EACH STATEMENT '

@@ -502,6 +502,16 @@ static const struct
 };
 
 
+/* Is this function streamwm's sw_ingest trigger function? */
+bool
+sw_is_ingest_function(Oid funcoid)
+{
+	char	   *name = get_func_name(funcoid);
+
+	return name != NULL && strcmp(name, "_stream_insert") == 0 &&
+		get_func_namespace(funcoid) == get_namespace_oid("streamwm_internal", false);
+}
+
 /* Does the table have streamwm's sw_ingest trigger? */
 static bool
 has_ingest_trigger(Relation rel)
@@ -513,8 +523,7 @@ has_ingest_trigger(Relation rel)
 	for (int i = 0; i < td->numtriggers; i++)
 	{
 		if (strcmp(td->triggers[i].tgname, "sw_ingest") == 0 &&
-			strcmp(get_func_name(td->triggers[i].tgfoid), "_stream_insert") == 0 &&
-			get_func_namespace(td->triggers[i].tgfoid) == get_namespace_oid("streamwm_internal", false))
+			sw_is_ingest_function(td->triggers[i].tgfoid))
 			return true;
 	}
 	return false;

@@ -42,6 +42,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
@@ -166,6 +167,21 @@ static bool
 is_sw_name(const char *name)
 {
 	return name != NULL && strncmp(name, "sw_", 3) == 0;
+}
+
+/* Does a raw expression name a column whose name starts with "sw_"? */
+static bool
+names_sw_column(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, ColumnRef))
+	{
+		Node	   *last = llast(((ColumnRef *) node)->fields);
+
+		return IsA(last, String) && is_sw_name(strVal(last));
+	}
+	return raw_expression_tree_walker(node, names_sw_column, context);
 }
 
 static void
@@ -295,9 +311,27 @@ guard_alter_table(AlterTableStmt *stmt)
 		switch (cmd->subtype)
 		{
 			case AT_AddColumn:
-				if (cmd->def && IsA(cmd->def, ColumnDef) &&
-					is_sw_name(((ColumnDef *) cmd->def)->colname))
-					refuse_column(stream, ((ColumnDef *) cmd->def)->colname, "add");
+				if (cmd->def && IsA(cmd->def, ColumnDef))
+				{
+					ColumnDef  *def = (ColumnDef *) cmd->def;
+					ListCell   *lc2;
+
+					if (is_sw_name(def->colname))
+						refuse_column(stream, def->colname, "add");
+					/* computed before the access method fills the row */
+					foreach(lc2, def->constraints)
+					{
+						Constraint *c = lfirst_node(Constraint, lc2);
+
+						if (c->contype == CONSTR_GENERATED &&
+							names_sw_column(c->raw_expr, NULL))
+							ereport(ERROR,
+									(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+									 errmsg("cannot add generated column \"%s\" over a system column of stream \"%s\"",
+											def->colname, get_rel_name(stream)),
+									 errdetail("A stored generated column is computed before streamwm gives the row its partition, offset and times: it would see them NULL.")));
+					}
+				}
 				break;
 			case AT_DropColumn:
 				if (is_sw_name(cmd->name))
@@ -345,6 +379,10 @@ guard_alter_table(AlterTableStmt *stmt)
 							  "A stream keeps the columns create_stream gave it.");
 				break;
 			case AT_SetAccessMethod:
+				/* back to it: a stream restored as a heap (stream_am.c) */
+				if (cmd->name != NULL && strcmp(cmd->name, "streamwm_stream") == 0 &&
+					!sw_stream_distributed(stream, NULL, NULL))
+					break;
 				refuse_stream(stream, "change the access method of",
 							  "A local stream's rows get their partition, offset and times from its "
 							  "access method, streamwm_stream (a stream from release 0.1, and a "

@@ -106,6 +106,7 @@ PG_FUNCTION_INFO_V1(streamwm_ingest_lines);
 typedef struct IngestState
 {
 	bool		valid;
+	bool		foreign_trigger;	/* its sw_ingest is not streamwm's: no stream */
 	MemoryContext cxt;
 	int			npartitions;
 	int			sticky_partition;
@@ -358,50 +359,15 @@ ingest_bound_expression(Relation rel, Node *arm)
 	return expression_planner((Expr *) expr);
 }
 
-/*
- * Build (or find) the cached ingest state of a stream table.
- *
- * A state may be invalidated while a fill uses it: the partition_key or
- * event_time expression may run a function that changes the stream (a GRANT
- * is enough) and inserts into it, which builds a new state under the outer
- * fill.  So a state is built whole in a context of its own and swapped in at
- * the end, and the state it replaces is not freed but handed to the
- * transaction, whose end frees it: no fill outlives its transaction.
- */
-static IngestState *
-ingest_state(Relation rel, Trigger *trigger)
+/* Fill a new ingest state of a stream table: its partitions, sequence, columns, expressions. */
+static void
+ingest_state_build(IngestState *entry, Relation rel, Trigger *trigger)
 {
 	Oid			relid = RelationGetRelid(rel);
-	IngestCacheEntry *cached;
-	IngestState *entry;
-	MemoryContext cxt;
-	bool		found;
 	MemoryContext old;
 	List	   *seqs;
 	SwStreamColumns cols;
 	bool		is_stream;
-
-	if (ingest_cache == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(IngestCacheEntry);
-		ingest_cache = hash_create("streamwm ingest cache", 16, &ctl,
-								   HASH_ELEM | HASH_BLOBS);
-		CacheRegisterRelcacheCallback(ingest_cache_invalidate, (Datum) 0);
-	}
-	cached = hash_search(ingest_cache, &relid, HASH_ENTER, &found);
-	if (!found)
-		cached->state = NULL;
-	if (cached->state != NULL && cached->state->valid)
-		return cached->state;
-
-	/* under the caller's context until complete: an error frees it */
-	cxt = AllocSetContextCreate(CurrentMemoryContext, "streamwm ingest",
-								ALLOCSET_SMALL_SIZES);
-	entry = MemoryContextAllocZero(cxt, sizeof(IngestState));
-	entry->cxt = cxt;
 
 	if (trigger->tgnargs != 1 && trigger->tgnargs != 2)
 		elog(ERROR, "streamwm_internal._stream_insert() needs 1 or 2 trigger arguments");
@@ -510,6 +476,56 @@ ingest_state(Relation rel, Trigger *trigger)
 	entry->slot = MakeSingleTupleTableSlot(CreateTupleDescCopy(RelationGetDescr(rel)),
 										   &TTSOpsVirtual);
 	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Build (or find) the cached ingest state of a stream table.
+ *
+ * A state may be invalidated while a fill uses it: the partition_key or
+ * event_time expression may run a function that changes the stream (a GRANT
+ * is enough) and inserts into it, which builds a new state under the outer
+ * fill.  So a state is built whole in a context of its own and swapped in at
+ * the end, and the state it replaces is not freed but handed to the
+ * transaction, whose end frees it: no fill outlives its transaction.
+ */
+static IngestState *
+ingest_state(Relation rel, Trigger *trigger)
+{
+	Oid			relid = RelationGetRelid(rel);
+	IngestCacheEntry *cached;
+	IngestState *entry;
+	MemoryContext cxt;
+	bool		found;
+
+	if (ingest_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(IngestCacheEntry);
+		ingest_cache = hash_create("streamwm ingest cache", 16, &ctl,
+								   HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(ingest_cache_invalidate, (Datum) 0);
+	}
+	cached = hash_search(ingest_cache, &relid, HASH_ENTER, &found);
+	if (!found)
+		cached->state = NULL;
+	if (cached->state != NULL && cached->state->valid)
+		return cached->state;
+
+	/* under the caller's context until complete: an error frees it */
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "streamwm ingest",
+								ALLOCSET_SMALL_SIZES);
+	entry = MemoryContextAllocZero(cxt, sizeof(IngestState));
+	entry->cxt = cxt;
+
+	/*
+	 * A trigger of that name on a table of the access method that is no
+	 * stream: the table is the heap (sw_ingest_fill_slot).
+	 */
+	entry->foreign_trigger = !sw_is_ingest_function(trigger->tgfoid);
+	if (!entry->foreign_trigger)
+		ingest_state_build(entry, rel, trigger);
 	entry->valid = true;
 
 	/* the entry may have been rebuilt meanwhile, by a nested fill */
@@ -770,6 +786,16 @@ is_ingest_trigger_name(Relation rel, const char *tgname)
 	return rlen > slen && strcmp(relname + rlen - slen, suffix) == 0;
 }
 
+/* The attribute numbers of a stream's four system columns. */
+static void
+system_atts(IngestState *st, AttrNumber atts[4])
+{
+	atts[0] = st->att_partition;
+	atts[1] = st->att_offset;
+	atts[2] = st->att_write_time;
+	atts[3] = st->att_event_time;
+}
+
 /*
  * Does the slot hold its row as arrays of values that may be changed in
  * place (a virtual slot, or a heap slot not holding a formed tuple)?
@@ -847,20 +873,37 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 	 * session_replication_role = replica (a logical replication apply worker,
 	 * pg_restore --disable-triggers).
 	 */
-	if (td->triggers[i].tgenabled == TRIGGER_DISABLED ||
-		(SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA ?
-		 td->triggers[i].tgenabled == TRIGGER_FIRES_ON_ORIGIN :
-		 td->triggers[i].tgenabled == TRIGGER_FIRES_ON_REPLICA))
+	if (td->triggers[i].tgenabled == TRIGGER_DISABLED)
 		return false;
-
 	sw_require_extension_version();
 	st = ingest_state(rel, &td->triggers[i]);
+	if (st->foreign_trigger)
+		return false;
 	slot_getallattrs(slot);
+	if (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA ?
+		td->triggers[i].tgenabled == TRIGGER_FIRES_ON_ORIGIN :
+		td->triggers[i].tgenabled == TRIGGER_FIRES_ON_REPLICA)
+	{
+		/* stored as given, but never without what a step reads it by */
+		AttrNumber	atts[4];
+
+		system_atts(st, atts);
+		for (i = 0; i < 4; i++)
+			if (slot->tts_isnull[atts[i] - 1])
+				ereport(ERROR,
+						(errcode(ERRCODE_NOT_NULL_VIOLATION),
+						 errmsg("null value in column \"%s\" of stream %s stored as given",
+								NameStr(TupleDescAttr(slot->tts_tupleDescriptor, atts[i] - 1)->attname),
+								st->name),
+						 errdetail("Under session_replication_role = replica a stream's rows are stored "
+								   "with the partition, offset and times they have.")));
+		return false;
+	}
 	if (filled != NULL)
 	{
-		AttrNumber	atts[4] = {st->att_partition, st->att_offset,
-		st->att_write_time, st->att_event_time};
+		AttrNumber	atts[4];
 
+		system_atts(st, atts);
 		filled->natts = 0;
 		for (i = 0; i < 4; i++)
 			if (slot->tts_isnull[atts[i] - 1])

@@ -27,16 +27,24 @@
 #include "access/heapam.h"
 #include "access/tableam.h"
 #include "commands/copy.h"
+#include "commands/copyfrom_internal.h"
+#include "commands/trigger.h"
 #include "fmgr.h"
 #include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "ingest.h"
 
 PG_FUNCTION_INFO_V1(streamwm_stream_am_handler);
+PG_FUNCTION_INFO_V1(streamwm_stream_check_method);
 
 static TableAmRoutine stream_am;
 static bool stream_am_ready = false;
+
+/* the stream whose index build runs with the heap's routine (see below) */
+static Oid	heap_routine_relid = InvalidOid;
 
 static void
 stream_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
@@ -100,6 +108,7 @@ typedef struct CopyRowContext
 {
 	Relation	rel;
 	uint64		row;			/* 1-based row of the COPY's data */
+	bool		filtered;		/* ... of those its WHERE clause kept */
 } CopyRowContext;
 
 static void
@@ -107,8 +116,12 @@ copy_row_context(void *arg)
 {
 	CopyRowContext *cx = (CopyRowContext *) arg;
 
-	errcontext("COPY %s, row %llu of its data",
-			   RelationGetRelationName(cx->rel), (unsigned long long) cx->row);
+	if (cx->filtered)
+		errcontext("COPY %s, row %llu of those its WHERE clause kept",
+				   RelationGetRelationName(cx->rel), (unsigned long long) cx->row);
+	else
+		errcontext("COPY %s, row %llu of its data",
+				   RelationGetRelationName(cx->rel), (unsigned long long) cx->row);
 }
 
 static void
@@ -140,6 +153,7 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 		}
 		/* in place of COPY's line, the row being filled */
 		cx.rel = rel;
+		cx.filtered = ((CopyFromState) copy->arg)->whereClause != NULL;
 		errcb.callback = copy_row_context;
 		errcb.arg = &cx;
 		errcb.previous = copy->previous;
@@ -159,7 +173,9 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
  * heap_getnext() refuses a relation whose access method is not the heap's
  * own routine, and the heap's index build and validation scans call it: while
  * they run, the relation shows the heap's routine (it is the heap's scan
- * they run; nothing inserts into the table meanwhile).
+ * they run).  Nothing may insert into the table meanwhile: an index
+ * expression could (the owner's code), and its rows would reach the heap
+ * unfilled; the stream's statement trigger refuses them (below).
  */
 static double
 stream_index_build_range_scan(Relation table_rel, Relation index_rel,
@@ -170,9 +186,11 @@ stream_index_build_range_scan(Relation table_rel, Relation index_rel,
 							  TableScanDesc scan)
 {
 	const TableAmRoutine *own = table_rel->rd_tableam;
+	Oid			outer = heap_routine_relid;
 	double		result;
 
 	table_rel->rd_tableam = GetHeapamTableAmRoutine();
+	heap_routine_relid = RelationGetRelid(table_rel);
 	PG_TRY();
 	{
 		result = table_rel->rd_tableam->index_build_range_scan(table_rel, index_rel, index_info,
@@ -183,6 +201,7 @@ stream_index_build_range_scan(Relation table_rel, Relation index_rel,
 	PG_FINALLY();
 	{
 		table_rel->rd_tableam = own;
+		heap_routine_relid = outer;
 	}
 	PG_END_TRY();
 	return result;
@@ -194,8 +213,10 @@ stream_index_validate_scan(Relation table_rel, Relation index_rel,
 						   struct ValidateIndexState *state)
 {
 	const TableAmRoutine *own = table_rel->rd_tableam;
+	Oid			outer = heap_routine_relid;
 
 	table_rel->rd_tableam = GetHeapamTableAmRoutine();
+	heap_routine_relid = RelationGetRelid(table_rel);
 	PG_TRY();
 	{
 		table_rel->rd_tableam->index_validate_scan(table_rel, index_rel, index_info,
@@ -204,8 +225,47 @@ stream_index_validate_scan(Relation table_rel, Relation index_rel,
 	PG_FINALLY();
 	{
 		table_rel->rd_tableam = own;
+		heap_routine_relid = outer;
 	}
 	PG_END_TRY();
+}
+
+/*
+ * The BEFORE INSERT statement trigger of a local stream (sw_access_method):
+ * only the access method fills rows, so a statement that would insert into
+ * the table without it is refused before its first row.  That is a stream
+ * restored as a plain heap (pg_restore --no-table-access-method), or one
+ * whose index is being built with the heap's routine (above).  A
+ * replication apply worker, which stores rows as given, does not fire it.
+ */
+Datum
+streamwm_stream_check_method(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Relation	rel;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) ||
+		!TRIGGER_FIRED_BEFORE(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_STATEMENT(trigdata->tg_event) ||
+		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		elog(ERROR, "streamwm_internal._stream_check_method() must be a BEFORE INSERT statement trigger");
+	rel = trigdata->tg_relation;
+	if (RelationGetRelid(rel) == heap_routine_relid)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot insert into stream \"%s\" while an index of it is built",
+						RelationGetRelationName(rel))));
+	if (rel->rd_tableam != &stream_am)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stream \"%s\" is not stored with the access method streamwm_stream",
+						RelationGetRelationName(rel)),
+				 errdetail("Only that access method gives a row its partition, offset and times; "
+						   "a restore with --no-table-access-method makes a stream a plain heap table."),
+				 errhint("ALTER TABLE %s SET ACCESS METHOD streamwm_stream",
+						 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+													RelationGetRelationName(rel)))));
+	return PointerGetDatum(NULL);
 }
 
 Datum

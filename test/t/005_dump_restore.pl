@@ -170,10 +170,12 @@ for my $round (1 .. 3)
 		'-d', $node->connstr($db), $dir ], "round $round: pg_restore -j 4 into a fresh database");
 	is(pj_state($db, 1), pj_state('postgres', 1),
 		"round $round: catalog, late log, results and stream rows restored as they were");
-	is($node->safe_psql($db, q{
-		SELECT count(*) FROM pg_trigger
-		 WHERE tgrelid IN ('pj1'::regclass, 'pj2'::regclass) AND tgname LIKE 'sw\_%'}),
-		'12', "round $round: every stream trigger is back");
+	my $triggers = q{
+		SELECT string_agg(tgrelid::regclass || ' ' || tgname, ', ' ORDER BY tgrelid::regclass::text, tgname)
+		  FROM pg_trigger
+		 WHERE tgrelid IN ('pj1'::regclass, 'pj2'::regclass) AND tgname LIKE 'sw\_%'};
+	is($node->safe_psql($db, $triggers), $node->safe_psql('postgres', $triggers),
+		"round $round: every stream trigger is back");
 
 	# the same new rows, late ones included, in both databases
 	my $from = 100 + 30 * $round + 5;
@@ -216,6 +218,43 @@ is($node->safe_psql('restored', q{
 is($node->safe_psql('restored', q{
 	SELECT s FROM ds_q WHERE window_start = to_timestamp(85) AND k = 'k0'}),
 	'10000', 'and sums the renamed column');
+
+# --- pg_dump --no-table-access-method ---------------------------------------
+# The stream comes back a plain heap: its rows are restored as they were, but
+# nothing would fill a new row (it would be stored without partition and
+# offset, where no step reads it).  An insert is refused, with the repair in
+# its hint, and after that repair the stream takes rows again.
+my $noam = $node->basedir . '/noam.sql';
+$node->command_ok([ $node->installed_command('pg_dump'), '--no-table-access-method',
+	'-d', $node->connstr('postgres'), '-f', $noam ], 'pg_dump --no-table-access-method');
+$node->safe_psql('postgres', 'CREATE DATABASE noam');
+$node->command_ok([ $node->installed_command('psql'), '-X', '-q', '-v', 'ON_ERROR_STOP=1',
+	'-d', $node->connstr('noam'), '-f', $noam ], 'restore without access methods');
+is($node->safe_psql('noam', q{
+	SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = 'ds'::regclass}),
+	'heap', 'the stream came back a heap');
+($rc, $out, $err) = $node->psql('noam', q{INSERT INTO ds (k, v) VALUES ('x', 1)});
+like($err, qr/stream "ds" is not stored with the access method streamwm_stream.*HINT:  ALTER TABLE public.ds SET ACCESS METHOD streamwm_stream/s,
+	'an insert into it is refused, with the repair');
+($rc, $out, $err) = $node->psql('noam', q{SELECT streamwm.ingest('ds', '{"k": "x", "v": 1}')});
+like($err, qr/is not stored with the access method streamwm_stream/, 'so is ingest()');
+is($node->safe_psql('noam', q{
+	SELECT count(*) FROM ds WHERE sw_offset IS NULL}), '0', 'nothing was stored unfilled');
+my $counts = $node->safe_psql('noam', q{
+	SELECT events + 40, late_events FROM streamwm.streams WHERE stream = 'ds'::regclass});
+$node->safe_psql('noam', q{
+	ALTER TABLE ds SET ACCESS METHOD streamwm_stream;
+	SELECT streamwm.ingest('ds', jsonb_build_object('k', 'k' || (i % 3), 'v', i),
+	                       partition => i % 2, write_time => to_timestamp(i))
+	  FROM generate_series(1001, 1040) i;
+	SELECT streamwm.process('ds');
+});
+is($node->safe_psql('noam', q{
+	SELECT count(*) FILTER (WHERE sw_offset IS NULL), count(DISTINCT sw_offset) = count(*) FROM ds}),
+	'0|t', 'after ALTER TABLE ... SET ACCESS METHOD rows are filled again');
+is($node->safe_psql('noam', q{
+	SELECT events, late_events FROM streamwm.streams WHERE stream = 'ds'::regclass}),
+	$counts, 'and processed once each');
 
 $node->stop;
 done_testing();

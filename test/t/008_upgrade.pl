@@ -110,6 +110,8 @@ $node->safe_psql('app', q{
 	    partition_key => 'uid', retention => '36500 days');
 	-- event time = write time, two partitions chosen by the writer
 	SELECT streamwm.create_stream('wt', 'k int, v int', partitions => 2, retention => '36500 days');
+	-- a user's table referencing rows of it by their primary key
+	CREATE TABLE wt_refs (p int, o bigint, FOREIGN KEY (p, o) REFERENCES wt (sw_partition, sw_offset));
 	-- short retention, no query: 0.1's retention removes rows
 	SELECT streamwm.create_stream('short', 'v int, ts timestamptz', event_time => 'ts',
 	    retention => '1 minute');
@@ -264,6 +266,12 @@ is($node->safe_psql('app', q{
 	SELECT string_agg(format('%s %s', name, plan), ', ' ORDER BY name) FROM streamwm.query_def}),
 	'distinct_users general, per_page pane, wt_sum pane',
 	'each query has the plan create_query would give it');
+is($node->safe_psql('app', q{
+	SELECT pg_get_constraintdef(f.oid) || ' on ' || i.indexrelid::regclass
+	  FROM pg_constraint f JOIN pg_index i ON i.indexrelid = f.conindid
+	 WHERE f.conrelid = 'wt_refs'::regclass AND f.contype = 'f'}),
+	'FOREIGN KEY (p, o) REFERENCES wt(sw_partition, sw_offset) on wt_sw_partition_sw_offset_key',
+	"a user's foreign key to the stream's primary key now references its unique constraint");
 is($node->safe_psql('app', q{
 	SELECT count(*) FROM pg_attribute WHERE attrelid IN ('clicks'::regclass, 'wt'::regclass)
 	   AND attname = 'sw_arrival' AND NOT attisdropped}), '0', 'stream tables lost sw_arrival');
@@ -484,7 +492,7 @@ my $shape = q{
 	    FROM pg_attribute WHERE attrelid IN ('clicks'::regclass, 'wt'::regclass) AND attnum > 0
 	     AND NOT attisdropped
 	  UNION ALL
-	  SELECT 'table ' || c.oid::regclass || ' using ' || a.amname || ' replica identity ' || c.relreplident FROM pg_class c
+	  SELECT 'table ' || c.oid::regclass || ' using ' || a.amname || ' replica identity ' || c.relreplident::text FROM pg_class c
 	    JOIN pg_am a ON a.oid = c.relam WHERE c.oid IN ('clicks'::regclass, 'wt'::regclass)) s};
 is($node->safe_psql('app', $shape), $node->safe_psql('fresh', $shape),
 	'the upgraded stream tables have the access method, replica identity, triggers, indexes and columns of new ones');
