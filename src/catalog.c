@@ -517,16 +517,13 @@ static bool
 has_ingest_trigger(Relation rel)
 {
 	TriggerDesc *td = rel->trigdesc;
+	Oid			tgfoid = InvalidOid;
 
-	if (td == NULL)
-		return false;
-	for (int i = 0; i < td->numtriggers; i++)
-	{
-		if (strcmp(td->triggers[i].tgname, "sw_ingest") == 0 &&
-			sw_is_ingest_function(td->triggers[i].tgfoid))
-			return true;
-	}
-	return false;
+	/* read before the catalogs are: a relcache rebuild frees the description */
+	for (int i = 0; td != NULL && i < td->numtriggers; i++)
+		if (strcmp(td->triggers[i].tgname, "sw_ingest") == 0)
+			tgfoid = td->triggers[i].tgfoid;
+	return OidIsValid(tgfoid) && sw_is_ingest_function(tgfoid);
 }
 
 /*

@@ -816,20 +816,27 @@ default_partitions(Oid relid)
 {
 	Relation	rel;
 	int			n = 0;
+	Oid			tgfoid = InvalidOid;
 
 	if (sw_catalog_is_stream(relid))
 		return sw_stream_partitions(relid);
+
 	rel = table_open(relid, AccessShareLock);
+	/* read before the catalogs are: a relcache rebuild frees the description */
 	if (rel->trigdesc != NULL)
 		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
 		{
 			Trigger    *t = &rel->trigdesc->triggers[i];
 
-			if (strcmp(t->tgname, "sw_ingest") == 0 && t->tgnargs == 2 &&
-				get_func_namespace(t->tgfoid) == get_namespace_oid("streamwm_internal", false))
+			if (strcmp(t->tgname, "sw_ingest") == 0 && t->tgnargs == 2)
+			{
+				tgfoid = t->tgfoid;
 				n = pg_strtoint32(t->tgargs[0]);
+			}
 		}
 	table_close(rel, AccessShareLock);
+	if (OidIsValid(tgfoid) && !sw_is_ingest_function(tgfoid))
+		n = 0;
 	if (n < 1 || n > 4096)
 		sw_not_a_stream(relid);
 	return n;

@@ -478,6 +478,28 @@ ingest_state_build(IngestState *entry, Relation rel, Trigger *trigger)
 	MemoryContextSwitchTo(old);
 }
 
+/* A copy of a trigger's description, in the current memory context. */
+static Trigger *
+copy_trigger(const Trigger *trigger)
+{
+	Trigger    *copy = palloc(sizeof(Trigger));
+
+	memcpy(copy, trigger, sizeof(Trigger));
+	copy->tgname = pstrdup(trigger->tgname);
+	if (trigger->tgnargs > 0)
+	{
+		copy->tgargs = palloc(trigger->tgnargs * sizeof(char *));
+		for (int i = 0; i < trigger->tgnargs; i++)
+			copy->tgargs[i] = pstrdup(trigger->tgargs[i]);
+	}
+	copy->tgattr = NULL;
+	copy->tgnattr = 0;
+	copy->tgqual = trigger->tgqual ? pstrdup(trigger->tgqual) : NULL;
+	copy->tgoldtable = NULL;
+	copy->tgnewtable = NULL;
+	return copy;
+}
+
 /*
  * Build (or find) the cached ingest state of a stream table.
  *
@@ -512,6 +534,14 @@ ingest_state(Relation rel, Trigger *trigger)
 		cached->state = NULL;
 	if (cached->state != NULL && cached->state->valid)
 		return cached->state;
+
+	/*
+	 * The trigger may be the relcache's (sw_ingest_fill_slot), which the
+	 * first catalog access below may free: a relcache entry rebuilt on an
+	 * invalidation (autovacuum's statistics are enough) gets a new trigger
+	 * description.  Nothing above reads the catalogs.
+	 */
+	trigger = copy_trigger(trigger);
 
 	/* under the caller's context until complete: an error frees it */
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "streamwm ingest",
@@ -786,6 +816,18 @@ is_ingest_trigger_name(Relation rel, const char *tgname)
 	return rlen > slen && strcmp(relname + rlen - slen, suffix) == 0;
 }
 
+/* The stream's sw_ingest trigger in the relcache's description of it, or NULL. */
+static Trigger *
+find_ingest_trigger(Relation rel)
+{
+	TriggerDesc *td = rel->trigdesc;
+
+	for (int i = 0; td != NULL && i < td->numtriggers; i++)
+		if (is_ingest_trigger_name(rel, td->triggers[i].tgname))
+			return &td->triggers[i];
+	return NULL;
+}
+
 /* The attribute numbers of a stream's four system columns. */
 static void
 system_atts(IngestState *st, AttrNumber atts[4])
@@ -853,19 +895,18 @@ bool
 sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 {
 	IngestState *st;
-	TriggerDesc *td = rel->trigdesc;
-	int			i;
+	Trigger    *trigger;
+	char		tgenabled;
 
 	/*
 	 * Only a stream's rows are filled: a table rewrite (ALTER TABLE ... TYPE)
 	 * copies rows that have their values into a new table of the same access
 	 * method, which has no trigger.
 	 */
-	for (i = 0; td != NULL && i < td->numtriggers; i++)
-		if (is_ingest_trigger_name(rel, td->triggers[i].tgname))
-			break;
-	if (td == NULL || i == td->numtriggers)
+	trigger = find_ingest_trigger(rel);
+	if (trigger == NULL)
 		return false;
+	tgenabled = trigger->tgenabled;
 
 	/*
 	 * ... and only when the trigger would fire on INSERT: as the insert
@@ -873,22 +914,32 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 	 * session_replication_role = replica (a logical replication apply worker,
 	 * pg_restore --disable-triggers).
 	 */
-	if (td->triggers[i].tgenabled == TRIGGER_DISABLED)
+	if (tgenabled == TRIGGER_DISABLED)
 		return false;
 	sw_require_extension_version();
-	st = ingest_state(rel, &td->triggers[i]);
+
+	/*
+	 * The relcache's trigger description is gone once anything read the
+	 * catalogs and accepted an invalidation of the relation (autovacuum's
+	 * statistics are enough): found again after the check above, and
+	 * ingest_state() copies it before it reads the catalogs.
+	 */
+	trigger = find_ingest_trigger(rel);
+	if (trigger == NULL)
+		return false;
+	st = ingest_state(rel, trigger);
 	if (st->foreign_trigger)
 		return false;
 	slot_getallattrs(slot);
 	if (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA ?
-		td->triggers[i].tgenabled == TRIGGER_FIRES_ON_ORIGIN :
-		td->triggers[i].tgenabled == TRIGGER_FIRES_ON_REPLICA)
+		tgenabled == TRIGGER_FIRES_ON_ORIGIN :
+		tgenabled == TRIGGER_FIRES_ON_REPLICA)
 	{
 		/* stored as given, but never without what a step reads it by */
 		AttrNumber	atts[4];
 
 		system_atts(st, atts);
-		for (i = 0; i < 4; i++)
+		for (int i = 0; i < 4; i++)
 			if (slot->tts_isnull[atts[i] - 1])
 				ereport(ERROR,
 						(errcode(ERRCODE_NOT_NULL_VIOLATION),
@@ -905,7 +956,7 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 
 		system_atts(st, atts);
 		filled->natts = 0;
-		for (i = 0; i < 4; i++)
+		for (int i = 0; i < 4; i++)
 			if (slot->tts_isnull[atts[i] - 1])
 				filled->atts[filled->natts++] = atts[i];
 	}
