@@ -154,3 +154,27 @@ SELECT count(*) AS n, count(DISTINCT sw_offset) AS offsets,
   FROM am_k;
 SELECT streamwm.drop_stream('am_k');
 DROP FUNCTION am_pk(int);
+
+-- the same with a state that stays valid: the nested fill evaluates the
+-- partition_key on a context of its own, and the outer evaluation keeps its
+-- argument (a megabyte of text) after the function inserted (this once
+-- reset the outer context under it and crashed); also with ON CONFLICT
+-- outside and inside (not both: PostgreSQL keeps one speculative insertion
+-- token a backend, and warns when nested ones release it twice)
+CREATE FUNCTION am_pk2(t text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  IF left(t, 1) = '7' THEN INSERT INTO am_n (v) VALUES (8); END IF;
+  IF left(t, 1) = '5' THEN INSERT INTO am_n (v) VALUES (6) ON CONFLICT DO NOTHING; END IF;
+  RETURN left(t, 1) || ':' || length(t) || ':' || md5(t);
+END $$;
+SELECT streamwm.create_stream('am_n', 'v int', partitions => 4,
+                              partition_key => 'am_pk2(repeat(v::text, 1000000))');
+INSERT INTO am_n (v) VALUES (7) ON CONFLICT DO NOTHING;
+INSERT INTO am_n (v) VALUES (5);
+SELECT v, sw_partition = (h::numeric + CASE WHEN h < 0 THEN 2::numeric ^ 64 ELSE 0 END) % 4 AS partition_by_key
+  FROM (SELECT v, sw_partition,
+               hashtextextended(left(v::text, 1) || ':' || 1000000 || ':' || md5(repeat(v::text, 1000000)), 0) AS h
+          FROM am_n) r
+ ORDER BY v;
+SELECT streamwm.drop_stream('am_n');
+DROP FUNCTION am_pk2(text);

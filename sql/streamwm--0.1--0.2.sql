@@ -418,7 +418,7 @@ CREATE OR REPLACE FUNCTION streamwm.process(stream regclass DEFAULT NULL, now ti
 -- passes on each node that holds a partition.
 CREATE OR REPLACE FUNCTION streamwm_internal._check_distributed(partition_key text)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_check_distributed' LANGUAGE C;
-CREATE OR REPLACE FUNCTION streamwm_internal._distribute(stream regclass, rows_table regclass, log_table regclass)
+CREATE OR REPLACE FUNCTION streamwm_internal._distribute(stream regclass, rows_table regclass)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_distribute' LANGUAGE C STRICT;
 CREATE OR REPLACE FUNCTION streamwm_internal._pick_partition(stream text)
     RETURNS int AS 'MODULE_PATHNAME', 'streamwm_pick_partition' LANGUAGE C VOLATILE STRICT;
@@ -691,7 +691,14 @@ BEGIN
     IF distributed THEN
         EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (sw_partition, sw_offset)', rel);
     ELSE
-        EXECUTE format('ALTER TABLE %s ADD UNIQUE (sw_partition, sw_offset)', rel);
+        -- The access method fills the system columns after the executor
+        -- checked NOT NULL (src/stream_am.c): they are nullable, the key is
+        -- a unique constraint, which cannot identify rows to logical
+        -- replication; the renumbering UPDATE at commit and retention's
+        -- DELETE then need the whole row as identity, or a publication of
+        -- the stream's updates and deletes would make them fail.
+        EXECUTE format('ALTER TABLE %s ADD UNIQUE (sw_partition, sw_offset), '
+                       'REPLICA IDENTITY FULL', rel);
     END IF;
     -- Steps read by offset on the primary key; only the general plan's window
     -- reads and the views filter by event time, which follows offsets when
@@ -701,10 +708,9 @@ BEGIN
     IF distributed THEN
         -- its commit log, distributed with it: the shards' commits write it
         -- where each partition lives (src/commit_order.c)
+        -- (_distribute creates it, owned by streamwm's catalog: commits
+        -- and steps write it with the catalog's rights)
         log_name := streamwm_internal._sibling_table(rel, '_sw_log');
-        EXECUTE format('CREATE TABLE %s (partition int NOT NULL, lo bigint NOT NULL, '
-                       'hi bigint NOT NULL, arrival timestamptz NOT NULL, '
-                       'held_from timestamptz NOT NULL, PRIMARY KEY (partition, hi))', log_name);
         ddl := format(E'CREATE TRIGGER sw_ingest BEFORE INSERT ON %s FOR EACH ROW\nWHEN (\n%s\n)\n'
                       'EXECUTE FUNCTION streamwm_internal._stream_insert(%L, %L)',
                       rel, when_clause, partitions, log_name);
@@ -741,8 +747,7 @@ BEGIN
                                           nullif(event_time, ''), nullif(partition_key, ''),
                                           watermark_granularity, idle_timeout, retention,
                                           max_future_skew);
-        PERFORM streamwm_internal._distribute(rel, rows_name::pg_catalog.regclass,
-                                              log_name::pg_catalog.regclass);
+        PERFORM streamwm_internal._distribute(rel, rows_name::pg_catalog.regclass);
         RETURN rel;
     END IF;
     EXECUTE format('CREATE TRIGGER sw_truncate_start BEFORE TRUNCATE ON %s FOR EACH STATEMENT '
@@ -812,19 +817,18 @@ RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     rows_rel regclass;
-    log_rel  regclass;
 BEGIN
     IF stream IS NULL THEN
         RAISE EXCEPTION 'stream must not be NULL' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    -- a distributed stream's commit log and the coordinator's copy of its rows
-    SELECT d.rows_table, d.log_table INTO rows_rel, log_rel
+    -- the coordinator's copy of a distributed stream's rows
+    SELECT d.rows_table INTO rows_rel
       FROM streamwm.stream_def d WHERE d.stream OPERATOR(pg_catalog.=) drop_stream.stream;
-    -- Locks the stream's catalog row first, as process() does, then the table.
+    -- Locks the stream's catalog row first, as process() does, then the
+    -- table; a distributed stream and its commit log it drops itself.
     PERFORM streamwm_internal._unregister_stream(stream, coalesce(cascade, false));
-    EXECUTE format('DROP TABLE %s', stream);
-    IF log_rel IS NOT NULL THEN
-        EXECUTE format('DROP TABLE IF EXISTS %s', log_rel);
+    IF rows_rel IS NULL THEN
+        EXECUTE format('DROP TABLE %s', stream);
     END IF;
     IF rows_rel IS NOT NULL THEN
         EXECUTE format('DROP TABLE IF EXISTS %s', rows_rel);
@@ -1818,8 +1822,8 @@ COMMENT ON FUNCTION streamwm_internal._sibling_table(regclass, text) IS
     'internal: a free name for a relation that belongs to a stream (its name and a suffix), not for direct use';
 COMMENT ON FUNCTION streamwm_internal._check_distributed(text) IS
     'internal: create_stream''s checks of a distributed stream (Citus coordinator, no partition_key), not for direct use';
-COMMENT ON FUNCTION streamwm_internal._distribute(regclass, regclass, regclass) IS
-    'internal: distributes a new stream and its commit log with Citus and records them, not for direct use';
+COMMENT ON FUNCTION streamwm_internal._distribute(regclass, regclass) IS
+    'internal: creates a new stream''s commit log, distributes both with Citus and records them, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._pick_partition(text) IS
     'internal: the partition of a row of a distributed stream that gives none (sw_partition''s default), not for direct use';
 COMMENT ON FUNCTION streamwm_internal._dist_newest(text, int[]) IS
@@ -2138,6 +2142,9 @@ DECLARE
     when_clause text;
     fk   record;
     fks  text[];
+    fk_checks text[];
+    fk_owners text[];
+    old_role text;
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     FOR s IN SELECT d.*, c.relname, n.nspname
@@ -2224,15 +2231,31 @@ BEGIN
          WHERE c.conrelid = s.stream AND c.contype = 'p';
         -- a user's foreign keys that reference the primary key are made
         -- again, on the unique constraint that takes its place
+        -- (NOT VALID: checking the rows would compare them as the user
+        -- who runs the update, a superuser, with the owner's operators and
+        -- casts; a key that was valid is validated again as the owner of
+        -- its table, below)
         fks := '{}';
-        FOR fk IN SELECT f.conrelid::regclass AS tab, f.conname, pg_get_constraintdef(f.oid) AS def
+        fk_checks := '{}';
+        fk_owners := '{}';
+        FOR fk IN SELECT f.conrelid::regclass AS tab, f.conname, pg_get_constraintdef(f.oid) AS def,
+                         f.convalidated, pg_catalog.pg_get_userbyid(r.relowner) AS owner
                     FROM pg_constraint f
+                    JOIN pg_class r ON r.oid = f.conrelid
                     JOIN pg_constraint p ON p.conrelid = s.stream AND p.contype = 'p'
                                         AND p.conindid = f.conindid
                    WHERE f.contype = 'f' AND f.confrelid = s.stream
         LOOP
             EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', fk.tab, fk.conname);
-            fks := fks || format('ALTER TABLE %s ADD CONSTRAINT %I %s', fk.tab, fk.conname, fk.def);
+            IF fk.convalidated THEN
+                fks := fks || format('ALTER TABLE %s ADD CONSTRAINT %I %s NOT VALID',
+                                     fk.tab, fk.conname, fk.def);
+                fk_checks := fk_checks || format('ALTER TABLE %s VALIDATE CONSTRAINT %I',
+                                                 fk.tab, fk.conname);
+                fk_owners := fk_owners || fk.owner;
+            ELSE
+                fks := fks || format('ALTER TABLE %s ADD CONSTRAINT %I %s', fk.tab, fk.conname, fk.def);
+            END IF;
         END LOOP;
         IF pk IS NOT NULL THEN
             EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', rel, pk);
@@ -2249,6 +2272,12 @@ BEGIN
         END IF;
         FOR i IN 1 .. coalesce(array_length(fks, 1), 0) LOOP
             EXECUTE fks[i];
+        END LOOP;
+        old_role := pg_catalog.current_setting('role');
+        FOR i IN 1 .. coalesce(array_length(fk_checks, 1), 0) LOOP
+            PERFORM pg_catalog.set_config('role', fk_owners[i], true);
+            EXECUTE fk_checks[i];
+            PERFORM pg_catalog.set_config('role', old_role, true);
         END LOOP;
 
         PERFORM pg_catalog.set_config('search_path', format('%I, public', s.nspname), true);

@@ -332,7 +332,7 @@ CREATE FUNCTION streamwm.process(stream regclass DEFAULT NULL, now timestamptz D
 -- passes on each node that holds a partition.
 CREATE FUNCTION streamwm_internal._check_distributed(partition_key text)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_check_distributed' LANGUAGE C;
-CREATE FUNCTION streamwm_internal._distribute(stream regclass, rows_table regclass, log_table regclass)
+CREATE FUNCTION streamwm_internal._distribute(stream regclass, rows_table regclass)
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_distribute' LANGUAGE C STRICT;
 CREATE FUNCTION streamwm_internal._pick_partition(stream text)
     RETURNS int AS 'MODULE_PATHNAME', 'streamwm_pick_partition' LANGUAGE C VOLATILE STRICT;
@@ -622,10 +622,9 @@ BEGIN
     IF distributed THEN
         -- its commit log, distributed with it: the shards' commits write it
         -- where each partition lives (src/commit_order.c)
+        -- (_distribute creates it, owned by streamwm's catalog: commits
+        -- and steps write it with the catalog's rights)
         log_name := streamwm_internal._sibling_table(rel, '_sw_log');
-        EXECUTE format('CREATE TABLE %s (partition int NOT NULL, lo bigint NOT NULL, '
-                       'hi bigint NOT NULL, arrival timestamptz NOT NULL, '
-                       'held_from timestamptz NOT NULL, PRIMARY KEY (partition, hi))', log_name);
         ddl := format(E'CREATE TRIGGER sw_ingest BEFORE INSERT ON %s FOR EACH ROW\nWHEN (\n%s\n)\n'
                       'EXECUTE FUNCTION streamwm_internal._stream_insert(%L, %L)',
                       rel, when_clause, partitions, log_name);
@@ -662,8 +661,7 @@ BEGIN
                                           nullif(event_time, ''), nullif(partition_key, ''),
                                           watermark_granularity, idle_timeout, retention,
                                           max_future_skew);
-        PERFORM streamwm_internal._distribute(rel, rows_name::pg_catalog.regclass,
-                                              log_name::pg_catalog.regclass);
+        PERFORM streamwm_internal._distribute(rel, rows_name::pg_catalog.regclass);
         RETURN rel;
     END IF;
     EXECUTE format('CREATE TRIGGER sw_truncate_start BEFORE TRUNCATE ON %s FOR EACH STATEMENT '
@@ -733,19 +731,18 @@ RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     rows_rel regclass;
-    log_rel  regclass;
 BEGIN
     IF stream IS NULL THEN
         RAISE EXCEPTION 'stream must not be NULL' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    -- a distributed stream's commit log and the coordinator's copy of its rows
-    SELECT d.rows_table, d.log_table INTO rows_rel, log_rel
+    -- the coordinator's copy of a distributed stream's rows
+    SELECT d.rows_table INTO rows_rel
       FROM streamwm.stream_def d WHERE d.stream OPERATOR(pg_catalog.=) drop_stream.stream;
-    -- Locks the stream's catalog row first, as process() does, then the table.
+    -- Locks the stream's catalog row first, as process() does, then the
+    -- table; a distributed stream and its commit log it drops itself.
     PERFORM streamwm_internal._unregister_stream(stream, coalesce(cascade, false));
-    EXECUTE format('DROP TABLE %s', stream);
-    IF log_rel IS NOT NULL THEN
-        EXECUTE format('DROP TABLE IF EXISTS %s', log_rel);
+    IF rows_rel IS NULL THEN
+        EXECUTE format('DROP TABLE %s', stream);
     END IF;
     IF rows_rel IS NOT NULL THEN
         EXECUTE format('DROP TABLE IF EXISTS %s', rows_rel);
@@ -1739,8 +1736,8 @@ COMMENT ON FUNCTION streamwm_internal._sibling_table(regclass, text) IS
     'internal: a free name for a relation that belongs to a stream (its name and a suffix), not for direct use';
 COMMENT ON FUNCTION streamwm_internal._check_distributed(text) IS
     'internal: create_stream''s checks of a distributed stream (Citus coordinator, no partition_key), not for direct use';
-COMMENT ON FUNCTION streamwm_internal._distribute(regclass, regclass, regclass) IS
-    'internal: distributes a new stream and its commit log with Citus and records them, not for direct use';
+COMMENT ON FUNCTION streamwm_internal._distribute(regclass, regclass) IS
+    'internal: creates a new stream''s commit log, distributes both with Citus and records them, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._pick_partition(text) IS
     'internal: the partition of a row of a distributed stream that gives none (sw_partition''s default), not for direct use';
 COMMENT ON FUNCTION streamwm_internal._dist_newest(text, int[]) IS

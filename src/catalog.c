@@ -17,6 +17,8 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "common/int.h"
@@ -24,6 +26,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -37,6 +40,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -714,7 +718,9 @@ drop_pane_tables(const char *where, Oid argtype, Datum arg)
 /*
  * streamwm_internal._unregister_stream(stream, cascade): removes a stream the caller
  * manages from the catalog (its queries too with cascade; without, an error
- * names them).  drop_stream then drops the table as the caller.
+ * names them); drops a distributed stream and its commit log, which
+ * belongs to the catalog.  drop_stream then drops a local stream's table as
+ * the caller.
  */
 Datum
 streamwm_unregister_stream(PG_FUNCTION_ARGS)
@@ -725,12 +731,14 @@ streamwm_unregister_stream(PG_FUNCTION_ARGS)
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 	SwRoleContext cx;
 	List	   *queries;
+	Oid			log = InvalidOid;
 
 	sw_require_extension_version();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	(void) sw_check_stream_manager(relid, true);
+	(void) sw_stream_distributed(relid, NULL, &log);
 	sw_enter_catalog(&cx);
 	queries = sw_catalog_stream_queries(relid);
 	if (queries != NIL && !cascade)
@@ -780,6 +788,20 @@ streamwm_unregister_stream(PG_FUNCTION_ARGS)
 	sw_spi_exec("DELETE FROM streamwm.stream_def WHERE stream = $1",
 				1, types, values, NULL, SPI_OK_DELETE);
 	sw_stream_distributed_changed();
+	/*
+	 * A distributed stream's commit log belongs to the catalog (citus.c),
+	 * and both tables are dropped as the catalog's owner, who distributed
+	 * them: Citus refuses to touch, in one transaction, shard placements
+	 * another user modified, and the log's are co-located with the stream's.
+	 */
+	if (OidIsValid(log))
+	{
+		if (get_rel_name(log) != NULL)
+			sw_spi_exec(psprintf("DROP TABLE %s", sw_relation_name(log)),
+						0, NULL, NULL, NULL, SPI_OK_UTILITY);
+		sw_spi_exec(psprintf("DROP TABLE %s", sw_relation_name(relid)),
+					0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	}
 	sw_leave_role(&cx);
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -1245,6 +1267,41 @@ sw_stream_forces_rls(Oid relid)
 	forced = ((Form_pg_class) GETSTRUCT(tup))->relforcerowsecurity;
 	ReleaseSysCache(tup);
 	return forced;
+}
+
+/*
+ * The name of a user's trigger on the stream that fires under
+ * session_replication_role = replica (ENABLE REPLICA or ALWAYS), or NULL.
+ * A transaction's rows are renumbered at commit, as the stream's owner,
+ * under that role: such a trigger would run the owner's code on every
+ * writer's rows.  The guard refuses to make one; this catches a trigger
+ * made before the table became a stream, or with the guard disabled.
+ */
+char *
+sw_stream_replica_trigger(Oid relid)
+{
+	Relation	trigrel = table_open(TriggerRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	char	   *found = NULL;
+	Oid			internal = get_namespace_oid("streamwm_internal", false);
+
+	ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(trigrel, TriggerRelidNameIndexId, true, NULL, 1, &key);
+	while (found == NULL && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_trigger tg = (Form_pg_trigger) GETSTRUCT(tup);
+
+		if ((tg->tgenabled == TRIGGER_FIRES_ALWAYS ||
+			 tg->tgenabled == TRIGGER_FIRES_ON_REPLICA) &&
+			get_func_namespace(tg->tgfoid) != internal)
+			found = pstrdup(NameStr(tg->tgname));
+	}
+	systable_endscan(scan);
+	table_close(trigrel, AccessShareLock);
+	return found;
 }
 
 /*

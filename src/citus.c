@@ -604,21 +604,6 @@ streamwm_check_distributed(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a distributed stream must be created on the Citus coordinator"),
 				 errhint("Connect to the coordinator (the node with group id 0).")));
-	/*
-	 * Its commit log and rows copy belong to the stream's owner, and steps
-	 * and commits write them with the rights of streamwm's catalog: a
-	 * trigger, rule, default, constraint or index expression their owner
-	 * put on them would run with those rights, on every node (an attacker's
-	 * review made an ordinary role superuser on every worker that way).
-	 * Until those statements run with the owner's own rights, only a
-	 * superuser, who gains nothing by it, may own a distributed stream.
-	 */
-	if (!superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("only a superuser may create a distributed stream"),
-				 errdetail("Its commit log is written with streamwm's own rights, and code its owner attached to it would run with them."),
-				 errhint("Create it as a superuser and GRANT INSERT on it to the roles that write into it.")));
 	if (!PG_ARGISNULL(0) && VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -706,42 +691,91 @@ spread_shard_count(int np)
 }
 
 /*
- * streamwm_internal._distribute(stream, rows_table, log_table): the last
- * step of create_stream(..., distributed => true).  Distributes the stream
- * on sw_partition (Citus hashes the partition to a shard: a partition is
- * never split; spread_shard_count() picks how many shards), and
- * its commit log co-located with it, so that each partition's log entries
- * live, and move, with its rows; records both in stream_def.  Citus
- * refuses tables with triggers unless citus.enable_unsafe_triggers: the
- * sw_ingest trigger must run on the shards, so it is on for these calls.
+ * The commit log a new distributed stream's sw_ingest trigger names (its
+ * second argument, as create_stream wrote it: the stream's schema, a name
+ * no relation has yet), quoted for a statement.  It is made here, owned by
+ * the catalog, so it names nothing its caller made.
+ */
+static char *
+new_log_name(Oid stream)
+{
+	Relation	rel = table_open(stream, AccessShareLock);
+	char	   *arg = NULL;
+	Oid			tgfoid = InvalidOid;
+	List	   *names;
+	RangeVar   *rv;
+	Oid			nsp;
+
+	/* copied before any catalog read: a relcache rebuild frees the description */
+	if (rel->trigdesc != NULL)
+		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
+		{
+			Trigger    *t = &rel->trigdesc->triggers[i];
+
+			if (strcmp(t->tgname, "sw_ingest") == 0 && t->tgnargs == 2)
+			{
+				tgfoid = t->tgfoid;
+				arg = pstrdup(t->tgargs[1]);
+			}
+		}
+	nsp = RelationGetNamespace(rel);
+	table_close(rel, AccessShareLock);
+	if (arg == NULL || !sw_is_ingest_function(tgfoid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stream %s was not made to be distributed", sw_relation_name(stream)),
+				 errhint("Create it with streamwm.create_stream(..., distributed => true).")));
+	names = stringToQualifiedNameList(arg);
+	rv = makeRangeVarFromNameList(names);
+	if (rv->schemaname == NULL || rv->catalogname != NULL ||
+		get_namespace_oid(rv->schemaname, true) != nsp ||
+		OidIsValid(get_relname_relid(rv->relname, nsp)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the commit log of stream %s must be a new table in its schema",
+						sw_relation_name(stream))));
+	return quote_qualified_identifier(rv->schemaname, rv->relname);
+}
+
+/*
+ * streamwm_internal._distribute(stream, rows_table): the last step of
+ * create_stream(..., distributed => true).  Makes the stream's commit log,
+ * owned by streamwm's catalog (commits and steps write it with the
+ * catalog's rights: nothing of its caller's may be attached to it),
+ * distributes the stream on sw_partition (Citus hashes the partition to a
+ * shard: a partition is never split; spread_shard_count() picks how many
+ * shards) and the log co-located with it, so that each partition's log
+ * entries live, and move, with its rows; records both in stream_def.
+ * Citus refuses tables with triggers unless citus.enable_unsafe_triggers:
+ * the sw_ingest trigger must run on the shards, so it is on for these
+ * calls.
  */
 Datum
 streamwm_distribute(PG_FUNCTION_ARGS)
 {
 	Oid			stream = PG_GETARG_OID(0);
 	Oid			rows = PG_GETARG_OID(1);
-	Oid			log = PG_GETARG_OID(2);
 	Oid			types[3] = {REGCLASSOID, INT4OID, TEXTOID};
 	Datum		values[3];
 	int			nestlevel;
 	SwRoleContext cx;
 	int			np;
+	char	   *logname;
+	Oid			log;
 
-	/* see streamwm_check_distributed: only a superuser owns a distributed stream */
-	if (!superuser())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("only a superuser may create a distributed stream")));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	(void) sw_check_stream_manager(stream, true);
-	if (sw_relation_owner(rows) != sw_relation_owner(stream) ||
-		sw_relation_owner(log) != sw_relation_owner(stream))
+	if (sw_relation_owner(rows) != sw_relation_owner(stream))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("the tables of a distributed stream must have the stream's owner")));
+				 errmsg("the copy of a distributed stream's rows must have the stream's owner")));
 	if (!sw_lookup_stream(stream, false, NULL, &np))
 		sw_not_a_stream(stream);
+	if (sw_stream_distributed(stream, NULL, NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stream %s is distributed already", sw_relation_name(stream))));
 	/*
 	 * Citus names a shard <table>_<shard id> and shortens a name that would
 	 * pass NAMEDATALEN with a hash, which the shards' code cannot rebuild:
@@ -754,6 +788,7 @@ streamwm_distribute(PG_FUNCTION_ARGS)
 				 errmsg("the name of a distributed stream may have at most %d bytes",
 						(int) (NAMEDATALEN - 1 - strlen("_sw_log") - 1 - 8)),
 				 errdetail("Citus shortens the names of shards that would be longer, and the commit log's shards must keep theirs.")));
+	logname = new_log_name(stream);
 
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("search_path", SW_SAFE_SEARCH_PATH, PGC_USERSET, PGC_S_SESSION,
@@ -767,20 +802,36 @@ streamwm_distribute(PG_FUNCTION_ARGS)
 	 */
 	(void) set_config_option("citus.multi_shard_modify_mode", "sequential", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	values[0] = ObjectIdGetDatum(stream);
+	/*
+	 * All as the catalog's owner: Citus refuses, in one transaction, to
+	 * touch shard placements another user modified, and the log's are
+	 * co-located with the stream's.  (The stream has no rows yet, so
+	 * distributing it runs nothing of its owner's; its shards keep its
+	 * owner.)  By the same rule, the owner's own statements on the stream
+	 * can fail in the transaction that created it: commit first.
+	 */
 	values[1] = Int32GetDatum(spread_shard_count(np));
+	sw_enter_catalog(&cx);
+	values[0] = ObjectIdGetDatum(stream);
 	sw_spi_exec("SELECT pg_catalog.create_distributed_table($1, 'sw_partition',"
 				" shard_count => $2, colocate_with => 'none')",
 				2, types, values, NULL, SPI_OK_SELECT);
+
+	/* the log, made and distributed as the catalog's owner, who owns it */
+	sw_spi_exec(psprintf("CREATE TABLE %s (partition int NOT NULL, lo bigint NOT NULL,"
+						 " hi bigint NOT NULL, arrival timestamptz NOT NULL,"
+						 " held_from timestamptz NOT NULL, PRIMARY KEY (partition, hi))",
+						 logname),
+				0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	CommandCounterIncrement();
+	log = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(logname)),
+						   NoLock, false);
 	values[0] = ObjectIdGetDatum(log);
-	values[2] = CStringGetTextDatum(sw_relation_name(stream));
+	values[1] = CStringGetTextDatum(sw_relation_name(stream));
 	types[1] = TEXTOID;
-	values[1] = values[2];
 	sw_spi_exec("SELECT pg_catalog.create_distributed_table($1, 'partition', colocate_with => $2)",
 				2, types, values, NULL, SPI_OK_SELECT);
-	AtEOXact_GUC(true, nestlevel);
 
-	sw_enter_catalog(&cx);
 	types[1] = REGCLASSOID;
 	types[2] = REGCLASSOID;
 	values[0] = ObjectIdGetDatum(stream);
@@ -790,6 +841,7 @@ streamwm_distribute(PG_FUNCTION_ARGS)
 				3, types, values, NULL, SPI_OK_UPDATE);
 	sw_stream_distributed_changed();
 	sw_leave_role(&cx);
+	AtEOXact_GUC(true, nestlevel);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -1040,8 +1092,10 @@ streamwm_dist_newest(PG_FUNCTION_ARGS)
 /*
  * The shard of a distributed stream's commit log (named by 'logname', the
  * sw_ingest trigger's second argument) that is co-located with 'shard', a
- * shard of the stream on this node.  Both tables must have one owner: the
- * commit writes the log shard.
+ * shard of the stream on this node.  The commit writes the log shard with
+ * the catalog's rights: the log must belong to the catalog (or to a
+ * superuser), never to a role whose code attached to it would then run
+ * with them, and be the stream's own (co-located with it).
  */
 Oid
 sw_citus_log_shard(Oid shard, const char *logname)
@@ -1058,10 +1112,10 @@ sw_citus_log_shard(Oid shard, const char *logname)
 	log = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(logname)),
 						   NoLock, true);
 	if (!OidIsValid(stream) || !OidIsValid(log) ||
-		sw_relation_owner(log) != sw_relation_owner(stream))
+		(sw_relation_owner(log) != sw_catalog_owner() && !superuser_arg(sw_relation_owner(log))))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("commit log %s of distributed stream %s is missing or has another owner",
+				 errmsg("commit log %s of distributed stream %s is missing or not streamwm's",
 						logname, OidIsValid(stream) ? sw_relation_name(stream) : relname)));
 	values[0] = Int64GetDatum(strtoll(underscore + 1, NULL, 10));
 	values[1] = ObjectIdGetDatum(log);
@@ -1069,8 +1123,11 @@ sw_citus_log_shard(Oid shard, const char *logname)
 		elog(ERROR, "SPI_connect failed");
 	nestlevel = sw_enter_safe_path();
 	/* co-located: the log's shard with the same hash range */
-	sw_spi_exec("SELECT l.shardid FROM pg_catalog.pg_dist_shard s, pg_catalog.pg_dist_shard l"
+	sw_spi_exec("SELECT l.shardid FROM pg_catalog.pg_dist_shard s, pg_catalog.pg_dist_shard l,"
+				" pg_catalog.pg_dist_partition sp, pg_catalog.pg_dist_partition lp"
 				" WHERE s.shardid = $1 AND l.logicalrelid = $2::pg_catalog.regclass"
+				" AND sp.logicalrelid = s.logicalrelid AND lp.logicalrelid = l.logicalrelid"
+				" AND sp.colocationid = lp.colocationid"
 				" AND l.shardminvalue = s.shardminvalue AND l.shardmaxvalue = s.shardmaxvalue",
 				2, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 1)
@@ -1218,7 +1275,14 @@ sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
 		values[1] = CStringGetTextDatum(name);
 		values[2] = sw_int4_array(members, nmembers);
 		values[3] = CStringGetTextDatum(logname);
-		sw_spi_exec(fence_sql, 4, types, values, NULL, SPI_OK_SELECT);
+		/*
+		 * Bounded: the statement waits on the node for the log shard's lock
+		 * before the fence runs, where no timeout of this session reaches;
+		 * the coordinator's cancels it there (Citus sends the cancel).
+		 */
+		sw_spi_exec_bounded(psprintf("fencing stream %s on the node of its partition %d",
+									 name, first),
+							fence_sql, 4, types, values, NULL, SPI_OK_SELECT, InvalidSnapshot);
 		if (SPI_processed != 1 || SPI_tuptable->tupdesc->natts != 3 ||
 			SPI_gettypeid(SPI_tuptable->tupdesc, 1) != TIMESTAMPTZARRAYOID ||
 			SPI_gettypeid(SPI_tuptable->tupdesc, 2) != INT8ARRAYOID)
@@ -1260,14 +1324,15 @@ sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
 		Datum		values[4] = {sw_int8_array(done, np), ObjectIdGetDatum(relid),
 			TimestampTzGetDatum(safe), sw_int4_array(active, nactive)};
 
-		sw_spi_exec(psprintf("INSERT INTO streamwm.commit_log"
-							 " (stream, partition, lo, hi, arrival, held_from)"
-							 " SELECT $2::pg_catalog.regclass, l.partition, l.lo, l.hi, l.arrival,"
-							 " l.held_from FROM %s l"
-							 " WHERE l.partition = ANY ($4)"
-							 " AND l.hi > ($1::pg_catalog.int8[])[l.partition + 1]"
-							 " AND l.arrival < $3 ON CONFLICT DO NOTHING", logname),
-					4, types, values, NULL, SPI_OK_INSERT);
+		sw_spi_exec_bounded(psprintf("reading the commit log of stream %s", name),
+							psprintf("INSERT INTO streamwm.commit_log"
+									 " (stream, partition, lo, hi, arrival, held_from)"
+									 " SELECT $2::pg_catalog.regclass, l.partition, l.lo, l.hi,"
+									 " l.arrival, l.held_from FROM %s l"
+									 " WHERE l.partition = ANY ($4)"
+									 " AND l.hi > ($1::pg_catalog.int8[])[l.partition + 1]"
+									 " AND l.arrival < $3 ON CONFLICT DO NOTHING", logname),
+							4, types, values, NULL, SPI_OK_INSERT, InvalidSnapshot);
 	}
 	CommandCounterIncrement();
 	{
@@ -1340,10 +1405,11 @@ sw_citus_prune_log(Oid logrel, const SwStreamClock *clock, const int64 *before)
 		return;
 	values[0] = sw_int4_array(moved, n);
 	values[1] = sw_int8_array(upto, np);
-	sw_spi_exec(psprintf("DELETE FROM %s WHERE partition = ANY ($1)"
-						 " AND hi < ($2::pg_catalog.int8[])[partition + 1]",
-						 sw_relation_name(logrel)),
-				2, types, values, NULL, SPI_OK_DELETE);
+	sw_spi_exec_bounded(psprintf("pruning commit log %s", sw_relation_name(logrel)),
+						psprintf("DELETE FROM %s WHERE partition = ANY ($1)"
+								 " AND hi < ($2::pg_catalog.int8[])[partition + 1]",
+								 sw_relation_name(logrel)),
+						2, types, values, NULL, SPI_OK_DELETE, InvalidSnapshot);
 }
 
 /*

@@ -164,8 +164,15 @@ static bool preparing = false;
 /* order_commit() runs on a Citus node (a distributed stream's shards) */
 static bool on_citus_node = false;
 
-/* how long a distributed step's fence waits for committers on a node (ms) */
+/*
+ * How long a distributed step's fence waits for committers on a node (ms):
+ * the first SW_FENCE_TRY_MS without queueing, the rest queued.
+ */
 #define SW_FENCE_WAIT_MS 2000
+#define SW_FENCE_TRY_MS 100
+#define SW_FENCE_QUEUED_MS 1900		/* the rest, spelt out for the lock_timeout GUC */
+StaticAssertDecl(SW_FENCE_QUEUED_MS == SW_FENCE_WAIT_MS - SW_FENCE_TRY_MS,
+				 "the fence's queued wait is the rest of its wait");
 
 /* how long a commit on a Citus node waits for a commit lock before giving up (ms) */
 #define SW_PREPARE_LOCK_WAIT_MS 500
@@ -472,6 +479,7 @@ renumber(int from, int to)
 	Oid			relid = writes[from].relid;
 	Oid			seqoid = writes[from].seqoid;
 	char	   *relname = sw_relation_name(relid);
+	char	   *trigger;
 	SwRoleContext rcx;
 	int64		hwm = 0;
 	bool		above_range = false;
@@ -487,6 +495,14 @@ renumber(int from, int to)
 				 errmsg("cannot commit rows into stream %s: it has FORCE ROW LEVEL SECURITY", relname),
 				 errhint("ALTER TABLE %s NO FORCE ROW LEVEL SECURITY; streamwm reads a stream as its owner.",
 						 relname)));
+	trigger = sw_stream_replica_trigger(relid);
+	if (trigger != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot commit rows into stream %s: its trigger \"%s\" fires on replicas", relname, trigger),
+				 errdetail("streamwm gives a transaction's rows their offsets at commit, as the stream's owner, "
+						   "with session_replication_role = replica."),
+				 errhint("ALTER TABLE %s ENABLE TRIGGER %s;", relname, quote_identifier(trigger))));
 	sw_enter_role(sw_relation_owner(relid), SW_SAFE_SEARCH_PATH, &rcx);
 	(void) set_config_option("session_replication_role", "replica",
 							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
@@ -1084,6 +1100,47 @@ sw_commit_fence(Oid relid, int npartitions, SwPartitionHold *holds, TimestampTz 
 }
 
 /*
+ * The rest of a distributed fence's wait for the commit gate (tag), queued,
+ * up to SW_FENCE_WAIT_MS in all (a shorter lock_timeout of the session's
+ * applies).  Fails with the reason when it runs out.
+ */
+static void
+fence_wait_queued(LOCKTAG *tag, Oid relid)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	int			nestlevel = NewGUCNestLevel();
+
+	if (LockTimeout == 0 || LockTimeout > SW_FENCE_QUEUED_MS)
+		(void) set_config_option("lock_timeout", CppAsString2(SW_FENCE_QUEUED_MS),
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	PG_TRY();
+	{
+		(void) LockAcquire(tag, ShareLock, false, false);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			PG_RE_THROW();
+		FlushErrorState();
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("stream %s is being committed into on this node for more than %d ms",
+						sw_relation_name(relid), SW_FENCE_WAIT_MS),
+				 errdetail("A prepared transaction that wrote into it holds its commit lock until "
+						   "COMMIT PREPARED."),
+				 errhint("See pg_prepared_xacts on this node: Citus's recovery "
+						 "(citus.recover_2pc_interval) resolves its own; COMMIT PREPARED or "
+						 "ROLLBACK PREPARED any other.")));
+	}
+	PG_END_TRY();
+	AtEOXact_GUC(true, nestlevel);
+}
+
+/*
  * The fence of a step of a distributed stream, on one node that holds some
  * of its partitions (citus.c, streamwm_internal._dist_fence()): as
  * sw_commit_fence(), the clock read while no commit into the stream is
@@ -1097,8 +1154,8 @@ sw_commit_fence_node(Oid relid, int npartitions, SwPartitionHold *holds)
 {
 	LOCKTAG		tag;
 	TimestampTz clock;
-	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-													   SW_FENCE_WAIT_MS);
+	TimestampTz try_until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														SW_FENCE_TRY_MS);
 
 	set_tag(&tag, relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS);
 
@@ -1109,19 +1166,21 @@ sw_commit_fence_node(Oid relid, int npartitions, SwPartitionHold *holds)
 	 * TRANSACTION nobody finishes) until Citus's recovery or someone
 	 * resolves it.  The step does not hang meanwhile: it fails, and the
 	 * worker retries it (W cannot pass those rows anyway).
+	 *
+	 * First without queueing, so that committers are not made to wait
+	 * behind the fence for a prepared transaction left behind; then, past
+	 * SW_FENCE_TRY_MS, queued for the rest of the wait: committers that
+	 * come later wait behind the request, so a steady flow of overlapping
+	 * committers, which always leaves the gate held by someone, cannot
+	 * starve the step.
 	 */
 	while (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
 	{
-		if (GetCurrentTimestamp() >= deadline)
-			ereport(ERROR,
-					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-					 errmsg("stream %s is being committed into on this node for more than %d ms",
-							sw_relation_name(relid), SW_FENCE_WAIT_MS),
-					 errdetail("A prepared transaction that wrote into it holds its commit lock until "
-							   "COMMIT PREPARED."),
-					 errhint("See pg_prepared_xacts on this node: Citus's recovery "
-							 "(citus.recover_2pc_interval) resolves its own; COMMIT PREPARED or "
-							 "ROLLBACK PREPARED any other.")));
+		if (GetCurrentTimestamp() >= try_until)
+		{
+			fence_wait_queued(&tag, relid);
+			break;
+		}
 		CHECK_FOR_INTERRUPTS();
 		pg_usleep(1000L);
 	}

@@ -365,6 +365,15 @@ guard_alter_table(AlterTableStmt *stmt)
 				if (is_sw_name(cmd->name))
 					refuse_trigger(stream, cmd->name,
 								   cmd->subtype == AT_DisableTrig ? "disable" : "change when to fire");
+				/* a writer's commit renumbers its rows as the owner, as a replica */
+				if (cmd->subtype == AT_EnableAlwaysTrig || cmd->subtype == AT_EnableReplicaTrig)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("cannot make trigger \"%s\" of stream \"%s\" fire on replicas",
+									cmd->name, get_rel_name(stream)),
+							 errdetail("streamwm gives a transaction's rows their offsets at commit, as the "
+									   "stream's owner, with session_replication_role = replica: the trigger "
+									   "would run on every writer's rows.")));
 				break;
 			case AT_DisableTrigAll:
 			case AT_DisableTrigUser:
@@ -527,6 +536,21 @@ streamwm_guard_ddl(PG_FUNCTION_ARGS)
 					if (OidIsValid(stream))
 						refuse_trigger(stream, stmt->trigname, "replace");
 				}
+				break;
+			}
+		case T_AlterObjectDependsStmt:
+			{
+				/* DROP EXTENSION x would drop sw_ingest with it */
+				AlterObjectDependsStmt *stmt = (AlterObjectDependsStmt *) parsetree;
+				char	   *name;
+				Oid			stream;
+
+				if (stmt->objectType != OBJECT_TRIGGER || stmt->relation == NULL)
+					break;
+				name = strVal(llast(castNode(List, stmt->object)));
+				stream = stream_of_rangevar(stmt->relation);
+				if (OidIsValid(stream) && is_sw_name(name))
+					refuse_trigger(stream, name, "make an extension's object of");
 				break;
 			}
 		case T_CreateStmt:

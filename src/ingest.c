@@ -128,6 +128,7 @@ typedef struct IngestState
 	Oid			key_collation;
 	ExprContext *econtext;
 	TupleTableSlot *slot;
+	int			evaluating;		/* evaluations of key_expr/event_expr running */
 } IngestState;
 
 typedef struct IngestCacheEntry
@@ -568,21 +569,47 @@ ingest_state(Relation rel, Trigger *trigger)
 	return entry;
 }
 
-/* Evaluate a cached expression on a row; the result lives until the next row. */
+/*
+ * Evaluate a cached expression on a row; the result lives until the next row.
+ *
+ * The expression may call a function that inserts into the same stream,
+ * whose fill evaluates it again while this evaluation runs: a nested
+ * evaluation gets an expression context and slot of its own, in the memory
+ * of the statement that runs it, and leaves the outer one's alone.
+ */
 static Datum
 eval_on_row(IngestState *st, ExprState *expr, Datum *values, bool *nulls,
 			bool *isnull)
 {
+	ExprContext *econtext = st->econtext;
 	TupleTableSlot *slot = st->slot;
 	int			natts = slot->tts_tupleDescriptor->natts;
+	Datum		result;
 
-	ResetExprContext(st->econtext);
+	if (st->evaluating > 0)
+	{
+		econtext = CreateStandaloneExprContext();
+		slot = MakeSingleTupleTableSlot(st->slot->tts_tupleDescriptor,
+										&TTSOpsVirtual);
+	}
+	else
+		ResetExprContext(econtext);
 	ExecClearTuple(slot);
 	memcpy(slot->tts_values, values, natts * sizeof(Datum));
 	memcpy(slot->tts_isnull, nulls, natts * sizeof(bool));
 	ExecStoreVirtualTuple(slot);
-	st->econtext->ecxt_scantuple = slot;
-	return ExecEvalExprSwitchContext(expr, st->econtext, isnull);
+	econtext->ecxt_scantuple = slot;
+	st->evaluating++;
+	PG_TRY();
+	{
+		result = ExecEvalExprSwitchContext(expr, econtext, isnull);
+	}
+	PG_FINALLY();
+	{
+		st->evaluating--;
+	}
+	PG_END_TRY();
+	return result;
 }
 
 /*
@@ -603,7 +630,6 @@ static void
 ingest_fill(IngestState *st, Relation rel, Datum *values, bool *nulls)
 {
 	int			partition;
-	TimestampTz write_time;
 	bool		assigned;
 	bool		isnull;
 	Datum		d;
@@ -630,14 +656,21 @@ ingest_fill(IngestState *st, Relation rel, Datum *values, bool *nulls)
 				 errdetail("The event time is the stream's event_time expression evaluated on the row, or else sw_write_time."),
 				 errhint("Set sw_write_time, or define event_time when creating the stream.")));
 
+	/*
+	 * The server's write time is read once the transaction holds the
+	 * partition (below); a partition_key, which may hash sw_write_time,
+	 * sees an earlier reading.
+	 */
 	assigned = nulls[aw];
-	write_time = assigned ? GetCurrentTimestamp() : DatumGetTimestampTz(values[aw]);
-	if (TIMESTAMP_NOT_FINITE(write_time))
+	if (!assigned && TIMESTAMP_NOT_FINITE(DatumGetTimestampTz(values[aw])))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
 				 errmsg("sw_write_time must be finite")));
-	values[aw] = TimestampTzGetDatum(write_time);
-	nulls[aw] = false;
+	if (assigned && st->key_expr != NULL)
+	{
+		values[aw] = TimestampTzGetDatum(GetCurrentTimestamp());
+		nulls[aw] = false;
+	}
 
 	if (!nulls[ap])
 	{
@@ -697,15 +730,15 @@ ingest_fill(IngestState *st, Relation rel, Datum *values, bool *nulls)
 	nulls[ao] = false;
 
 	/*
-	 * The server's write time is read again now that the transaction holds
-	 * the partition: a step that did not see the hold read its clock before
+	 * The server's write time, now that the transaction holds the
+	 * partition: a step that did not see the hold read its clock before
 	 * this, so its heartbeat (SPEC section 10) cannot pass this row.  (A
-	 * partition_key over sw_write_time hashed the earlier reading.)
+	 * partition_key over sw_write_time hashed an earlier reading.)
 	 */
 	if (assigned)
 	{
-		write_time = GetCurrentTimestamp();
-		values[aw] = TimestampTzGetDatum(write_time);
+		values[aw] = TimestampTzGetDatum(GetCurrentTimestamp());
+		nulls[aw] = false;
 	}
 
 	if (st->event_expr != NULL)
@@ -725,7 +758,7 @@ ingest_fill(IngestState *st, Relation rel, Datum *values, bool *nulls)
 		values[ae] = d;
 	}
 	else
-		values[ae] = TimestampTzGetDatum(write_time);
+		values[ae] = values[aw];
 	nulls[ae] = false;
 }
 

@@ -199,8 +199,10 @@ sw_query_timeout_string(void)
 /*
  * Run one of streamwm's own statements that can run a stream owner's code
  * (reading the stream, retention's DELETE: the owner's triggers, row-level
- * security policies, index expressions) under streamwm.query_timeout, so
- * that a stream's owner cannot stall the worker for every other stream.
+ * security policies, index expressions), or that waits on another node
+ * (a distributed stream's fence, commit log reads), under
+ * streamwm.query_timeout, so that neither a stream's owner nor a lock held
+ * on a worker node can stall the worker for every other stream.
  * The timeout fails the step with an error saying so ('what': "reading
  * stream x"); the worker logs it and retries the stream with backoff.  If
  * the timeout is already armed (the statement runs inside another bounded
@@ -250,7 +252,7 @@ sw_spi_exec_bounded(const char *what, const char *sql, int nargs, Oid *types,
 				(errcode(ERRCODE_QUERY_CANCELED),
 				 errmsg("%s exceeded streamwm.query_timeout (%s)",
 						what, sw_query_timeout_string()),
-				 errdetail("The stream owner's code (triggers, row-level security policies, index expressions) runs in it."),
+				 errdetail("The stream owner's code (triggers, row-level security policies, index expressions) runs in it, and it waits for locks on the stream's tables (on their nodes, for a distributed stream)."),
 				 errhint("The step is rolled back and retried.")));
 	}
 	PG_END_TRY();

@@ -59,21 +59,53 @@ stream_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
  * row was being inserted meanwhile, it is told the insertion failed, waits
  * for that row and, if it went away, inserts the same slot again: the
  * columns filled for the first try are emptied again for the second.
+ *
+ * What was filled is kept per slot: a partition_key, or an index expression
+ * evaluated between the two calls, may run an INSERT ... ON CONFLICT of its
+ * own into a stream.  An entry is replaced by the next speculative insertion
+ * of its slot, so one left by an error is never read; when more are nested
+ * than the table holds, the oldest is forgotten and its retry fails with
+ * "cannot insert a value into column sw_offset" (an error, nothing stored).
  */
-static struct
+#define SPECULATIVE_SLOTS 8
+
+typedef struct Speculative
 {
-	TupleTableSlot *slot;
+	TupleTableSlot *slot;		/* NULL: free */
 	bool		was_filled;
 	SwFilled	filled;
-}			speculative;
+} Speculative;
+
+static Speculative speculative[SPECULATIVE_SLOTS];
+static int	speculative_next;	/* where the next new entry goes */
+
+static Speculative *
+speculative_entry(TupleTableSlot *slot)
+{
+	for (int i = 0; i < SPECULATIVE_SLOTS; i++)
+		if (speculative[i].slot == slot)
+			return &speculative[i];
+	return NULL;
+}
 
 static void
 stream_tuple_insert_speculative(Relation rel, TupleTableSlot *slot, CommandId cid,
 								int options, BulkInsertState bistate, uint32 specToken)
 {
-	speculative.slot = NULL;
-	speculative.was_filled = sw_ingest_fill_slot(rel, slot, &speculative.filled);
-	speculative.slot = slot;
+	Speculative this;
+	Speculative *entry;
+
+	this.was_filled = sw_ingest_fill_slot(rel, slot, &this.filled);
+	this.slot = slot;
+	entry = speculative_entry(slot);
+	if (entry == NULL)
+		entry = speculative_entry(NULL);
+	if (entry == NULL)
+	{
+		entry = &speculative[speculative_next];
+		speculative_next = (speculative_next + 1) % SPECULATIVE_SLOTS;
+	}
+	*entry = this;
 	GetHeapamTableAmRoutine()->tuple_insert_speculative(rel, slot, cid, options,
 														bistate, specToken);
 }
@@ -82,11 +114,16 @@ static void
 stream_tuple_complete_speculative(Relation rel, TupleTableSlot *slot,
 								  uint32 specToken, bool succeeded)
 {
+	Speculative *entry = speculative_entry(slot);
+
 	GetHeapamTableAmRoutine()->tuple_complete_speculative(rel, slot, specToken,
 														  succeeded);
-	if (!succeeded && speculative.slot == slot && speculative.was_filled)
-		sw_ingest_unfill_slot(slot, &speculative.filled);
-	speculative.slot = NULL;
+	if (entry != NULL)
+	{
+		if (!succeeded && entry->was_filled)
+			sw_ingest_unfill_slot(slot, &entry->filled);
+		entry->slot = NULL;
+	}
 }
 
 /*

@@ -194,6 +194,25 @@ $node->safe_psql('app', "SELECT streamwm.process(now => $now)");
 feed_clicks(350, 120, 6);
 feed_short(300, 359);
 feed_wt(250);
+# A foreign key whose check runs alice's code: her column's type reaches
+# the stream's by an implicit cast of hers that tries to make her superuser.
+# The update re-makes the key; checking it must run as alice.
+$node->safe_psql('app', q{
+	SET ROLE alice;
+	CREATE TYPE part AS ENUM ('0', '1');
+	CREATE FUNCTION part_int(p part) RETURNS int LANGUAGE plpgsql AS $$
+	BEGIN
+		BEGIN
+			ALTER ROLE alice SUPERUSER;
+		EXCEPTION WHEN insufficient_privilege THEN
+			NULL;
+		END;
+		RETURN p::text::int;
+	END $$;
+	CREATE CAST (part AS int) WITH FUNCTION part_int(part) AS IMPLICIT;
+	CREATE TABLE wt_refs_cast (p part, o bigint, FOREIGN KEY (p, o) REFERENCES wt (sw_partition, sw_offset));
+	INSERT INTO wt_refs_cast SELECT sw_partition::text::part, sw_offset FROM wt LIMIT 1;
+});
 
 my $before = $node->safe_psql('app', q{
 	SELECT string_agg(format('%s %s %s %s', stream, watermark, events, late_events), ' | ' ORDER BY stream::text)
@@ -272,6 +291,11 @@ is($node->safe_psql('app', q{
 	 WHERE f.conrelid = 'wt_refs'::regclass AND f.contype = 'f'}),
 	'FOREIGN KEY (p, o) REFERENCES wt(sw_partition, sw_offset) on wt_sw_partition_sw_offset_key',
 	"a user's foreign key to the stream's primary key now references its unique constraint");
+is($node->safe_psql('app', q{
+	SELECT format('%s %s', r.rolsuper, c.convalidated)
+	  FROM pg_roles r, pg_constraint c
+	 WHERE r.rolname = 'alice' AND c.conrelid = 'wt_refs_cast'::regclass AND c.contype = 'f'}),
+	'f t', "a foreign key checked with alice's cast is valid again, checked as alice, who is no superuser");
 is($node->safe_psql('app', q{
 	SELECT count(*) FROM pg_attribute WHERE attrelid IN ('clicks'::regclass, 'wt'::regclass)
 	   AND attname = 'sw_arrival' AND NOT attisdropped}), '0', 'stream tables lost sw_arrival');
@@ -410,7 +434,8 @@ SELECT 'function ' || p.oid::regprocedure::text || ' (' || pg_get_function_argum
        p.prosecdef, p.proleakproof, p.proparallel, p.procost, p.prorows, l.lanname, p.proconfig::text,
        p.probin, p.prosrc, p.proacl::text, p.proowner::regrole::text) ||
        ' comment ' || coalesce(obj_description(p.oid, 'pg_proc'), '-')
-  FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.pronamespace = 'streamwm'::regnamespace
+  FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+ WHERE p.pronamespace IN ('streamwm'::regnamespace, 'streamwm_internal'::regnamespace)
 UNION ALL
 SELECT 'aggregate ' || a.aggfnoid::regprocedure::text || ' ' || concat_ws(' ', a.aggtransfn::regproc,
        a.aggfinalfn::regproc, a.aggfinalextra, a.aggtranstype::regtype)

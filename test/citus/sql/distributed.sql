@@ -189,16 +189,12 @@ SELECT (SELECT array_agg(t ORDER BY t) FROM (SELECT * FROM evq) t) =
 SELECT streamwm.create_stream('evw', 'k int', distributed => true);
 SELECT to_regclass('evw');
 \connect - - - :coordinator
--- only a superuser owns a distributed stream (its commit log is written
--- with streamwm's rights: an attacker's review made an ordinary owner
--- superuser on every worker with a trigger on it); a name whose commit
--- log's shards Citus would shorten is refused; _pick_partition only for
--- those who may insert
+-- a name whose commit log's shards Citus would shorten is refused;
+-- _pick_partition only for those who may insert (ordinary owners of
+-- distributed streams: owner.sql)
 CREATE ROLE regress_dist_mallory;
 GRANT CREATE ON SCHEMA public TO regress_dist_mallory;
 SET ROLE regress_dist_mallory;
-SELECT streamwm.create_stream('evm', 'k int', distributed => true);
-SELECT to_regclass('evm');
 SELECT streamwm_internal._pick_partition('public.ev');
 SELECT streamwm_internal._pick_partition('pg_catalog.pg_authid');
 RESET ROLE;
