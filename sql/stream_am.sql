@@ -178,3 +178,29 @@ SELECT v, sw_partition = (h::numeric + CASE WHEN h < 0 THEN 2::numeric ^ 64 ELSE
  ORDER BY v;
 SELECT streamwm.drop_stream('am_n');
 DROP FUNCTION am_pk2(text);
+
+-- an ExprState is not reentrant: a nested fill evaluates the expression
+-- built again (once the nested run overwrote the outer one's intermediate
+-- values, and a SQL function's cached plan, and crashed the server)
+CREATE FUNCTION am_pk3(v int) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN IF v > 0 THEN INSERT INTO am_n3 (v) VALUES (v - 1); END IF; RETURN v::text; END $$;
+SELECT streamwm.create_stream('am_n3', 'v int', partitions => 4,
+                              partition_key => 'md5(repeat(v::text, 1000000) || am_pk3(v))');
+INSERT INTO am_n3 (v) VALUES (3);
+SELECT v, sw_partition = (h::numeric + CASE WHEN h < 0 THEN 2::numeric ^ 64 ELSE 0 END) % 4 AS partition_by_key
+  FROM (SELECT v, sw_partition, hashtextextended(md5(repeat(v::text, 1000000) || v::text), 0) AS h
+          FROM am_n3) r
+ ORDER BY v;
+SELECT streamwm.drop_stream('am_n3');
+DROP FUNCTION am_pk3(int);
+SET check_function_bodies = off;
+CREATE FUNCTION am_pk4(v int) RETURNS int LANGUAGE sql AS
+  $$ INSERT INTO am_n4 (v) SELECT v - 1 WHERE v > 0; SELECT v; $$;
+RESET check_function_bodies;
+SELECT streamwm.create_stream('am_n4', 'v int', partitions => 4, partition_key => 'am_pk4(v)');
+INSERT INTO am_n4 (v) VALUES (2);
+SELECT v, sw_partition = (h::numeric + CASE WHEN h < 0 THEN 2::numeric ^ 64 ELSE 0 END) % 4 AS partition_by_key
+  FROM (SELECT v, sw_partition, hashint4extended(v, 0) AS h FROM am_n4) r
+ ORDER BY v;
+SELECT streamwm.drop_stream('am_n4');
+DROP FUNCTION am_pk4(int);

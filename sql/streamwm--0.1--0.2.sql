@@ -2130,6 +2130,10 @@ COMMENT ON COLUMN streamwm.commit_log.held_from IS 'when the transaction began: 
  */
 CREATE TEMPORARY TABLE sw_old_commit_log (LIKE streamwm.commit_log);
 CREATE TEMPORARY TABLE sw_old_retention_mark (LIKE streamwm.retention_mark);
+-- for the foreign keys re-made below; dropped at the end of this script
+CREATE FUNCTION streamwm_internal._validate_as_owner(tab regclass, conname name) RETURNS void
+    AS 'MODULE_PATHNAME', 'streamwm_validate_as_owner' LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION streamwm_internal._validate_as_owner(regclass, name) FROM PUBLIC;
 
 DO $$
 DECLARE
@@ -2142,9 +2146,8 @@ DECLARE
     when_clause text;
     fk   record;
     fks  text[];
-    fk_checks text[];
-    fk_owners text[];
-    old_role text;
+    fk_tabs oid[];
+    fk_names name[];
 BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
     FOR s IN SELECT d.*, c.relname, n.nspname
@@ -2231,17 +2234,16 @@ BEGIN
          WHERE c.conrelid = s.stream AND c.contype = 'p';
         -- a user's foreign keys that reference the primary key are made
         -- again, on the unique constraint that takes its place
-        -- (NOT VALID: checking the rows would compare them as the user
-        -- who runs the update, a superuser, with the owner's operators and
-        -- casts; a key that was valid is validated again as the owner of
-        -- its table, below)
+        -- (NOT VALID: checking the rows runs the owner's casts and
+        -- operators, which must not run as the superuser running the
+        -- update; a key that was valid is validated again as the owner of
+        -- its table, in a security-restricted operation, below)
         fks := '{}';
-        fk_checks := '{}';
-        fk_owners := '{}';
+        fk_tabs := '{}';
+        fk_names := '{}';
         FOR fk IN SELECT f.conrelid::regclass AS tab, f.conname, pg_get_constraintdef(f.oid) AS def,
-                         f.convalidated, pg_catalog.pg_get_userbyid(r.relowner) AS owner
+                         f.convalidated
                     FROM pg_constraint f
-                    JOIN pg_class r ON r.oid = f.conrelid
                     JOIN pg_constraint p ON p.conrelid = s.stream AND p.contype = 'p'
                                         AND p.conindid = f.conindid
                    WHERE f.contype = 'f' AND f.confrelid = s.stream
@@ -2250,9 +2252,8 @@ BEGIN
             IF fk.convalidated THEN
                 fks := fks || format('ALTER TABLE %s ADD CONSTRAINT %I %s NOT VALID',
                                      fk.tab, fk.conname, fk.def);
-                fk_checks := fk_checks || format('ALTER TABLE %s VALIDATE CONSTRAINT %I',
-                                                 fk.tab, fk.conname);
-                fk_owners := fk_owners || fk.owner;
+                fk_tabs := fk_tabs || fk.tab::oid;
+                fk_names := fk_names || fk.conname;
             ELSE
                 fks := fks || format('ALTER TABLE %s ADD CONSTRAINT %I %s', fk.tab, fk.conname, fk.def);
             END IF;
@@ -2273,11 +2274,8 @@ BEGIN
         FOR i IN 1 .. coalesce(array_length(fks, 1), 0) LOOP
             EXECUTE fks[i];
         END LOOP;
-        old_role := pg_catalog.current_setting('role');
-        FOR i IN 1 .. coalesce(array_length(fk_checks, 1), 0) LOOP
-            PERFORM pg_catalog.set_config('role', fk_owners[i], true);
-            EXECUTE fk_checks[i];
-            PERFORM pg_catalog.set_config('role', old_role, true);
+        FOR i IN 1 .. coalesce(array_length(fk_tabs, 1), 0) LOOP
+            PERFORM streamwm_internal._validate_as_owner(fk_tabs[i]::regclass, fk_names[i]);
         END LOOP;
 
         PERFORM pg_catalog.set_config('search_path', format('%I, public', s.nspname), true);
@@ -2416,6 +2414,7 @@ BEGIN
         EXECUTE pg_catalog.format('ALTER EXTENSION streamwm DROP TABLE %s', rel);
     END LOOP;
 END $$;
+DROP FUNCTION streamwm_internal._validate_as_owner(regclass, name);
 DROP TABLE pg_temp.sw_old_commit_log, pg_temp.sw_old_retention_mark,
     pg_temp.sw_old_late_event_log, pg_temp.sw_old_query_def, pg_temp.sw_old_partition_state,
     pg_temp.sw_old_stream_def;

@@ -17,8 +17,6 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
-#include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "common/int.h"
@@ -26,7 +24,6 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -40,7 +37,6 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
-#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -175,6 +171,34 @@ sw_stream_distributed(Oid relid, Oid *rows, Oid *log)
 	if (log)
 		*log = l;
 	return OidIsValid(r);
+}
+
+/*
+ * A distributed stream in schema nspid (the one of lowest OID), or
+ * InvalidOid: the guard refuses to rename its schema (src/guard.c).
+ */
+Oid
+sw_distributed_stream_in_schema(Oid nspid)
+{
+	SwRoleContext cx;
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(nspid)};
+	Oid			stream = InvalidOid;
+	bool		isnull;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	sw_enter_catalog(&cx);
+	sw_spi_exec("SELECT d.stream FROM streamwm.stream_def d"
+				" JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) d.stream"
+				" WHERE d.rows_table IS NOT NULL AND c.relnamespace OPERATOR(pg_catalog.=) $1"
+				" ORDER BY d.stream LIMIT 1",
+				1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+		stream = DatumGetObjectId(sw_spi_getdatum(0, 1, &isnull));
+	sw_leave_role(&cx);
+	SPI_finish();
+	return stream;
 }
 
 /*
@@ -1270,38 +1294,35 @@ sw_stream_forces_rls(Oid relid)
 }
 
 /*
- * The name of a user's trigger on the stream that fires under
- * session_replication_role = replica (ENABLE REPLICA or ALWAYS), or NULL.
- * A transaction's rows are renumbered at commit, as the stream's owner,
- * under that role: such a trigger would run the owner's code on every
- * writer's rows.  The guard refuses to make one; this catches a trigger
- * made before the table became a stream, or with the guard disabled.
+ * streamwm_internal._validate_as_owner(tab regclass, conname name): VALIDATE
+ * CONSTRAINT of a user's foreign key as the owner of its table, in a
+ * security-restricted operation.  Only the update from 0.1 calls it (and
+ * drops it again): it re-makes the foreign keys a user's tables have to a
+ * stream.  Checking one runs the owner's casts and operators; as the
+ * superuser running the update they would run with its rights, and a plain
+ * SET ROLE is one that code can RESET.
  */
-char *
-sw_stream_replica_trigger(Oid relid)
+PG_FUNCTION_INFO_V1(streamwm_validate_as_owner);
+Datum
+streamwm_validate_as_owner(PG_FUNCTION_ARGS)
 {
-	Relation	trigrel = table_open(TriggerRelationId, AccessShareLock);
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	char	   *found = NULL;
-	Oid			internal = get_namespace_oid("streamwm_internal", false);
+	Oid			relid = PG_GETARG_OID(0);
+	Name		conname = PG_GETARG_NAME(1);
+	SwRoleContext cx;
 
-	ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(relid));
-	scan = systable_beginscan(trigrel, TriggerRelidNameIndexId, true, NULL, 1, &key);
-	while (found == NULL && HeapTupleIsValid(tup = systable_getnext(scan)))
-	{
-		Form_pg_trigger tg = (Form_pg_trigger) GETSTRUCT(tup);
-
-		if ((tg->tgenabled == TRIGGER_FIRES_ALWAYS ||
-			 tg->tgenabled == TRIGGER_FIRES_ON_REPLICA) &&
-			get_func_namespace(tg->tgfoid) != internal)
-			found = pstrdup(NameStr(tg->tgname));
-	}
-	systable_endscan(scan);
-	table_close(trigrel, AccessShareLock);
-	return found;
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("only the update of streamwm may validate a constraint as its table's owner")));
+	sw_enter_role(sw_relation_owner(relid), SW_SAFE_SEARCH_PATH, &cx);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	sw_spi_exec(psprintf("ALTER TABLE %s VALIDATE CONSTRAINT %s", sw_relation_name(relid),
+						 quote_identifier(NameStr(*conname))),
+				0, NULL, NULL, NULL, SPI_OK_UTILITY);
+	SPI_finish();
+	sw_leave_role(&cx);
+	PG_RETURN_VOID();
 }
 
 /*

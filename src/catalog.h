@@ -58,7 +58,7 @@ extern bool sw_may_manage(Oid owner);
 extern bool sw_may_see_stream(Oid relid, Oid owner);
 extern bool sw_lookup_stream(Oid relid, bool lock, Oid *owner, int *npartitions);
 extern bool sw_is_ingest_function(Oid funcoid);
-extern char *sw_stream_replica_trigger(Oid relid);
+extern Oid	sw_distributed_stream_in_schema(Oid nspid);
 extern void sw_not_a_stream(Oid relid) pg_attribute_noreturn();
 extern Oid	sw_check_stream_manager(Oid relid, bool lock);
 extern bool sw_stream_forces_rls(Oid relid);

@@ -62,10 +62,13 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_sequence.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
@@ -75,6 +78,7 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
@@ -148,9 +152,6 @@ keep_plan(const char *sql, int nargs, Oid *types)
 	SPI_keepplan(plan);
 	return plan;
 }
-
-/* the stream whose rows this backend is renumbering (guard.c lets that UPDATE through) */
-Oid			sw_renumbering = InvalidOid;
 
 static void
 set_tag(LOCKTAG *tag, Oid relid, uint32 field3, uint16 class)
@@ -467,11 +468,71 @@ own_row_cmp(const void *a, const void *b)
 }
 
 /*
+ * Move this transaction's rows at tids[0..k) of 'table' (the stream, or on
+ * a Citus node its shard) to the offsets offsets[0..k): for each, a heap
+ * update and the new version's index entries, as the caller's role (the
+ * stream's owner, in a security-restricted operation).  Not an UPDATE
+ * statement: no trigger fires (the owner's would run on every writer's
+ * rows, and session_replication_role = replica, which kept them quiet
+ * before, would let the owner's other code bypass every table's triggers),
+ * no CHECK constraint or generated column is evaluated again (the row is
+ * unchanged but for sw_offset, which neither may read); only what the
+ * indexes need runs, as for the row's INSERT.
+ */
+static void
+update_offsets(Oid table, Datum *tids, Datum *offsets, int64 k)
+{
+	Relation	rel = table_open(table, RowExclusiveLock);
+	AttrNumber	att = get_attnum(table, "sw_offset");
+	EState	   *estate = CreateExecutorState();
+	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	TupleTableSlot *old = table_slot_create(rel, NULL);
+	TupleTableSlot *new = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+	int			natts = RelationGetDescr(rel)->natts;
+
+	if (att == InvalidAttrNumber)
+		elog(ERROR, "streamwm: table %s has no column sw_offset", RelationGetRelationName(rel));
+	/* the rows written by the transaction's last statement, too */
+	CommandCounterIncrement();
+	estate->es_output_cid = GetCurrentCommandId(true);
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	rri->ri_TrigDesc = NULL;
+	ExecOpenIndices(rri, false);
+	for (int64 i = 0; i < k; i++)
+	{
+		ItemPointer tid = (ItemPointer) DatumGetPointer(tids[i]);
+		bool		update_indexes;
+
+		CHECK_FOR_INTERRUPTS();
+		if (!table_tuple_fetch_row_version(rel, tid, SnapshotSelf, old))
+			elog(ERROR, "streamwm: a row of this transaction in %s is gone before its renumbering",
+				 RelationGetRelationName(rel));
+		slot_getallattrs(old);
+		ExecClearTuple(new);
+		memcpy(new->tts_values, old->tts_values, natts * sizeof(Datum));
+		memcpy(new->tts_isnull, old->tts_isnull, natts * sizeof(bool));
+		new->tts_values[att - 1] = offsets[i];
+		new->tts_isnull[att - 1] = false;
+		ExecStoreVirtualTuple(new);
+		simple_table_tuple_update(rel, tid, new, GetLatestSnapshot(), &update_indexes);
+		/* (not as an update: its hint to the index reads the range table) */
+		if (update_indexes && rri->ri_NumIndices > 0)
+			list_free(ExecInsertIndexTuples(rri, new, estate, false, false, NULL, NIL));
+		ResetPerTupleExprContext(estate);
+	}
+	ExecCloseIndices(rri);
+	ExecDropSingleTupleTableSlot(old);
+	ExecDropSingleTupleTableSlot(new);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+}
+
+/*
  * Give this transaction's rows in writes[from..to) (one stream) new
  * offsets above everything taken so far, keeping the order in which they
- * were written, across partitions too.  As the stream's owner, with
- * session_replication_role = replica (no ordinary trigger of the owner's
- * fires: this is no user's UPDATE), bounded by streamwm.query_timeout.
+ * were written, across partitions too.  As the stream's owner; the rows
+ * are found by a query bounded by streamwm.query_timeout and moved by
+ * update_offsets() (no trigger fires: this is no user's UPDATE).
  */
 static void
 renumber(int from, int to)
@@ -479,7 +540,6 @@ renumber(int from, int to)
 	Oid			relid = writes[from].relid;
 	Oid			seqoid = writes[from].seqoid;
 	char	   *relname = sw_relation_name(relid);
-	char	   *trigger;
 	SwRoleContext rcx;
 	int64		hwm = 0;
 	bool		above_range = false;
@@ -495,17 +555,7 @@ renumber(int from, int to)
 				 errmsg("cannot commit rows into stream %s: it has FORCE ROW LEVEL SECURITY", relname),
 				 errhint("ALTER TABLE %s NO FORCE ROW LEVEL SECURITY; streamwm reads a stream as its owner.",
 						 relname)));
-	trigger = sw_stream_replica_trigger(relid);
-	if (trigger != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot commit rows into stream %s: its trigger \"%s\" fires on replicas", relname, trigger),
-				 errdetail("streamwm gives a transaction's rows their offsets at commit, as the stream's owner, "
-						   "with session_replication_role = replica."),
-				 errhint("ALTER TABLE %s ENABLE TRIGGER %s;", relname, quote_identifier(trigger))));
 	sw_enter_role(sw_relation_owner(relid), SW_SAFE_SEARCH_PATH, &rcx);
-	(void) set_config_option("session_replication_role", "replica",
-							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	for (int w = from; w < to; w++)
 	{
 		Oid			types[3] = {INT4OID, INT8OID, INT8OID};
@@ -601,17 +651,14 @@ renumber(int from, int to)
 		if (writes[w].lo == SW_NO_OFFSET)
 			took(&writes[w], above_range ? writes[w].hwm + 1 : nextval_internal(seqoid, false));
 
-	/* one UPDATE per table the rows are in (one, but for a Citus node's shards) */
+	/* per table the rows are in (one, but for a Citus node's shards) */
 	for (int w = from; w < to && n > 0; w++)
 	{
 		Oid			table = writes[w].table;
-		Oid			types[2] = {TIDARRAYOID, INT8ARRAYOID};
-		Datum		values[2];
 		Datum	   *ttids = palloc_extended(n * sizeof(Datum), MCXT_ALLOC_HUGE);
 		Datum	   *toffsets = palloc_extended(n * sizeof(Datum), MCXT_ALLOC_HUGE);
 		int64		k = 0;
 		bool		done = false;
-		char	   *tablename = sw_relation_name(table);
 
 		for (int v = from; v < w; v++)
 			if (writes[v].table == table)
@@ -627,28 +674,7 @@ renumber(int from, int to)
 			}
 		if (k == 0)
 			continue;
-		values[0] = PointerGetDatum(construct_array(ttids, k, TIDOID,
-													sizeof(ItemPointerData), false,
-													TYPALIGN_SHORT));
-		values[1] = PointerGetDatum(construct_array(toffsets, k, INT8OID, 8,
-													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		sw_renumbering = relid;
-		PG_TRY();
-		{
-			sw_spi_exec_bounded(psprintf("renumbering rows of stream %s", relname),
-								psprintf("UPDATE ONLY %s t SET sw_offset = u.o"
-										 " FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(t, o)"
-										 " WHERE t.ctid OPERATOR(pg_catalog.=) u.t", tablename),
-								2, types, values, NULL, SPI_OK_UPDATE, InvalidSnapshot);
-		}
-		PG_FINALLY();
-		{
-			sw_renumbering = InvalidOid;
-		}
-		PG_END_TRY();
-		if (SPI_processed != (uint64) k)
-			elog(ERROR, "streamwm: renumbering " INT64_FORMAT " rows of stream %s updated " UINT64_FORMAT,
-				 k, relname, SPI_processed);
+		update_offsets(table, ttids, toffsets, k);
 	}
 	sw_leave_role(&rcx);
 }
@@ -930,7 +956,6 @@ commit_order_xact_callback(XactEvent event, void *arg)
 			ordering = false;
 			preparing = false;
 			on_citus_node = false;
-			sw_renumbering = InvalidOid;
 			break;
 		default:
 			break;

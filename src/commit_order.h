@@ -16,8 +16,6 @@ typedef struct SwPartitionHold
 	TimestampTz since;			/* its transaction's start; DT_NOBEGIN if unknown */
 } SwPartitionHold;
 
-extern Oid	sw_renumbering;
-
 extern void sw_commit_order_init(void);
 extern bool sw_commit_order_wrote(Oid relid);
 extern void sw_commit_order_note(Oid relid, Oid table, Oid log, Oid seqoid, int32 partition,

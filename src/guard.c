@@ -365,15 +365,6 @@ guard_alter_table(AlterTableStmt *stmt)
 				if (is_sw_name(cmd->name))
 					refuse_trigger(stream, cmd->name,
 								   cmd->subtype == AT_DisableTrig ? "disable" : "change when to fire");
-				/* a writer's commit renumbers its rows as the owner, as a replica */
-				if (cmd->subtype == AT_EnableAlwaysTrig || cmd->subtype == AT_EnableReplicaTrig)
-					ereport(ERROR,
-							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-							 errmsg("cannot make trigger \"%s\" of stream \"%s\" fire on replicas",
-									cmd->name, get_rel_name(stream)),
-							 errdetail("streamwm gives a transaction's rows their offsets at commit, as the "
-									   "stream's owner, with session_replication_role = replica: the trigger "
-									   "would run on every writer's rows.")));
 				break;
 			case AT_DisableTrigAll:
 			case AT_DisableTrigUser:
@@ -417,6 +408,15 @@ guard_rename(RenameStmt *stmt)
 
 	if (stmt->renameType == OBJECT_SEQUENCE)
 		return;					/* the offset sequence is found by ownership */
+	if (stmt->renameType == OBJECT_SCHEMA)
+	{
+		Oid			nspid = get_namespace_oid(stmt->subname, true);
+
+		stream = OidIsValid(nspid) ? sw_distributed_stream_in_schema(nspid) : InvalidOid;
+		if (OidIsValid(stream))
+			refuse_distributed(stream, "rename the schema of");
+		return;
+	}
 	if (stmt->renameType == OBJECT_TABLE)
 	{
 		stream = stream_of_rangevar(stmt->relation);
@@ -553,6 +553,19 @@ streamwm_guard_ddl(PG_FUNCTION_ARGS)
 					refuse_trigger(stream, name, "make an extension's object of");
 				break;
 			}
+		case T_AlterObjectSchemaStmt:
+			{
+				/* its commit log is named by text on the nodes */
+				AlterObjectSchemaStmt *stmt = (AlterObjectSchemaStmt *) parsetree;
+				Oid			stream;
+
+				if (stmt->objectType != OBJECT_TABLE || stmt->relation == NULL)
+					break;
+				stream = stream_of_rangevar(stmt->relation);
+				if (OidIsValid(stream) && sw_stream_distributed(stream, NULL, NULL))
+					refuse_distributed(stream, "set the schema of");
+				break;
+			}
 		case T_CreateStmt:
 			{
 				CreateStmt *stmt = (CreateStmt *) parsetree;
@@ -600,10 +613,6 @@ streamwm_stream_no_update(PG_FUNCTION_ARGS)
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		elog(ERROR, "streamwm_internal._stream_no_update() must be called as a trigger");
-	/* commit_order.c moving this transaction's own rows to new offsets */
-	if (OidIsValid(sw_renumbering) &&
-		RelationGetRelid(trigdata->tg_relation) == sw_renumbering)
-		return PointerGetDatum(NULL);
 	/* on a Citus node, a distributed stream's shard: name the stream */
 	relid = sw_citus_shard_owner(RelationGetRelid(trigdata->tg_relation));
 	ereport(ERROR,

@@ -124,6 +124,8 @@ typedef struct IngestState
 	AttrNumber	att_event_time;
 	ExprState  *event_expr;		/* NULL: event time is the write time */
 	ExprState  *key_expr;		/* NULL: no partition_key */
+	Expr	   *event_tree;		/* ... what they were built from */
+	Expr	   *key_tree;
 	FmgrInfo	key_hash;
 	Oid			key_collation;
 	ExprContext *econtext;
@@ -457,6 +459,7 @@ ingest_state_build(IngestState *entry, Relation rel, Trigger *trigger)
 								RelationGetRelationName(rel),
 								format_type_be(exprType((Node *) event)))));
 			entry->event_expr = ExecInitExpr(event, NULL);
+			entry->event_tree = event;
 		}
 		if (key != NULL)
 		{
@@ -471,6 +474,7 @@ ingest_state_build(IngestState *entry, Relation rel, Trigger *trigger)
 			fmgr_info_cxt(tc->hash_extended_proc, &entry->key_hash, entry->cxt);
 			entry->key_collation = exprCollation((Node *) key);
 			entry->key_expr = ExecInitExpr(key, NULL);
+			entry->key_tree = key;
 		}
 	}
 	entry->econtext = CreateStandaloneExprContext();
@@ -573,13 +577,15 @@ ingest_state(Relation rel, Trigger *trigger)
  * Evaluate a cached expression on a row; the result lives until the next row.
  *
  * The expression may call a function that inserts into the same stream,
- * whose fill evaluates it again while this evaluation runs: a nested
- * evaluation gets an expression context and slot of its own, in the memory
- * of the statement that runs it, and leaves the outer one's alone.
+ * whose fill evaluates it again while this evaluation runs.  An ExprState
+ * is not reentrant (its steps keep intermediate values, and the functions
+ * it calls their per-call caches, in it): a nested evaluation builds the
+ * expression again, with an expression context and slot of its own, in the
+ * memory of the statement that runs it, and leaves the outer one's alone.
  */
 static Datum
-eval_on_row(IngestState *st, ExprState *expr, Datum *values, bool *nulls,
-			bool *isnull)
+eval_on_row(IngestState *st, ExprState *expr, Expr *tree, Datum *values,
+			bool *nulls, bool *isnull)
 {
 	ExprContext *econtext = st->econtext;
 	TupleTableSlot *slot = st->slot;
@@ -588,6 +594,7 @@ eval_on_row(IngestState *st, ExprState *expr, Datum *values, bool *nulls,
 
 	if (st->evaluating > 0)
 	{
+		expr = ExecInitExpr(copyObject(tree), NULL);
 		econtext = CreateStandaloneExprContext();
 		slot = MakeSingleTupleTableSlot(st->slot->tts_tupleDescriptor,
 										&TTSOpsVirtual);
@@ -687,7 +694,7 @@ ingest_fill(IngestState *st, Relation rel, Datum *values, bool *nulls)
 	}
 	else if (st->key_expr != NULL)
 	{
-		d = eval_on_row(st, st->key_expr, values, nulls, &isnull);
+		d = eval_on_row(st, st->key_expr, st->key_tree, values, nulls, &isnull);
 		if (isnull)
 			partition = 0;
 		else
@@ -743,7 +750,7 @@ ingest_fill(IngestState *st, Relation rel, Datum *values, bool *nulls)
 
 	if (st->event_expr != NULL)
 	{
-		d = eval_on_row(st, st->event_expr, values, nulls, &isnull);
+		d = eval_on_row(st, st->event_expr, st->event_tree, values, nulls, &isnull);
 		if (isnull)
 			ereport(ERROR,
 					(errcode(ERRCODE_NOT_NULL_VIOLATION),
@@ -795,8 +802,6 @@ streamwm_stream_insert(PG_FUNCTION_ARGS)
 	rel = trigdata->tg_relation;
 	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
 	{
-		if (RelationGetRelid(rel) == sw_renumbering)
-			return PointerGetDatum(trigdata->tg_newtuple);
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot update stream \"%s\"", RelationGetRelationName(rel)),
