@@ -62,9 +62,14 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_sequence.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
@@ -77,9 +82,11 @@
 #include "utils/backend_status.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -87,7 +94,6 @@
 
 #include "catalog.h"
 #include "commit_order.h"
-#include "limit.h"
 
 /* field4 of streamwm's advisory lock tags; field3 is the partition */
 #define SW_HOLD_LOCK_CLASS 0x7377
@@ -468,16 +474,142 @@ own_row_cmp(const void *a, const void *b)
 }
 
 /*
+ * Note a row found by collect_own_rows() if it is ours: written by this
+ * transaction (a table rewrite rewrites others' rows too) at an offset it
+ * took in writes[w]'s partition.
+ */
+static void
+note_own_row(TupleTableSlot *slot, int w, AttrNumber ap, AttrNumber ao,
+			 OwnRow **rows, int64 *n, int64 *cap)
+{
+	bool		isnull;
+	int32		partition = DatumGetInt32(slot_getattr(slot, ap, &isnull));
+	int64		offset;
+	TransactionId xmin;
+
+	if (isnull || partition != writes[w].partition)
+		return;
+	offset = DatumGetInt64(slot_getattr(slot, ao, &isnull));
+	if (isnull || offset < writes[w].lo || offset > writes[w].hi)
+		return;
+	xmin = DatumGetTransactionId(slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull));
+	if (!TransactionIdIsCurrentTransactionId(xmin) || !took_offset(&writes[w], offset))
+		return;
+	if (*n == *cap)
+	{
+		*cap = *cap == 0 ? 64 : *cap * 2;
+		*rows = *rows == NULL ? palloc(*cap * sizeof(OwnRow)) :
+			repalloc_huge(*rows, *cap * sizeof(OwnRow));
+	}
+	(*rows)[*n].tid = slot->tts_tid;
+	(*rows)[*n].offset = offset;
+	(*rows)[*n].write = w;
+	(*n)++;
+}
+
+/*
+ * The stream's key index: a valid btree whose first keys are sw_partition
+ * and sw_offset with the integer operators, without a predicate; opened,
+ * or NULL.
+ */
+static Relation
+key_index(Relation rel, AttrNumber ap, AttrNumber ao)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index form = idx->rd_index;
+
+		if (idx->rd_rel->relam == BTREE_AM_OID && form->indisvalid && form->indisready &&
+			form->indnkeyatts >= 2 &&
+			form->indkey.values[0] == ap && form->indkey.values[1] == ao &&
+			idx->rd_opfamily[0] == INTEGER_BTREE_FAM_OID &&
+			idx->rd_opfamily[1] == INTEGER_BTREE_FAM_OID &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL))
+			return idx;
+		index_close(idx, AccessShareLock);
+	}
+	return NULL;
+}
+
+/*
+ * Collect this transaction's rows of writes[w] in its table (the stream,
+ * or on a Citus node its shard): by the key index, or by a scan of the
+ * table if there is none.  No query: nothing is planned (planning loads
+ * the indexes' expressions, the owner's, under whatever search_path is in
+ * force) and no role is needed.
+ */
+static void
+collect_own_rows(int w, OwnRow **rows, int64 *n, int64 *cap)
+{
+	Oid			table = writes[w].table;
+	Relation	rel = table_open(table, AccessShareLock);
+	AttrNumber	ap = get_attnum(table, "sw_partition");
+	AttrNumber	ao = get_attnum(table, "sw_offset");
+	Relation	idx;
+	TupleTableSlot *slot;
+
+	if (ap == InvalidAttrNumber || ao == InvalidAttrNumber ||
+		get_atttype(table, ap) != INT4OID || get_atttype(table, ao) != INT8OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot commit rows into stream %s: its column sw_partition or sw_offset was changed",
+						sw_relation_name(writes[w].relid))));
+	slot = table_slot_create(rel, NULL);
+	idx = key_index(rel, ap, ao);
+	if (idx != NULL)
+	{
+		ScanKeyData keys[3];
+		IndexScanDesc scan;
+
+		ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT4EQ,
+					Int32GetDatum(writes[w].partition));
+		ScanKeyInit(&keys[1], 2, BTGreaterEqualStrategyNumber, F_INT8GE,
+					Int64GetDatum(writes[w].lo));
+		ScanKeyInit(&keys[2], 2, BTLessEqualStrategyNumber, F_INT8LE,
+					Int64GetDatum(writes[w].hi));
+		scan = index_beginscan(rel, idx, SnapshotSelf, 3, 0);
+		index_rescan(scan, keys, 3, NULL, 0);
+		while (index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			CHECK_FOR_INTERRUPTS();
+			note_own_row(slot, w, ap, ao, rows, n, cap);
+		}
+		index_endscan(scan);
+		index_close(idx, AccessShareLock);
+	}
+	else
+	{
+		TableScanDesc scan = table_beginscan(rel, SnapshotSelf, 0, NULL);
+
+		while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+		{
+			CHECK_FOR_INTERRUPTS();
+			note_own_row(slot, w, ap, ao, rows, n, cap);
+		}
+		table_endscan(scan);
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_close(rel, AccessShareLock);
+}
+
+/*
  * Move this transaction's rows at tids[0..k) of 'table' (the stream, or on
  * a Citus node its shard) to the offsets offsets[0..k): for each, a heap
- * update and the new version's index entries, as the caller's role (the
- * stream's owner, in a security-restricted operation).  Not an UPDATE
- * statement: no trigger fires (the owner's would run on every writer's
- * rows, and session_replication_role = replica, which kept them quiet
- * before, would let the owner's other code bypass every table's triggers),
- * no CHECK constraint or generated column is evaluated again (the row is
- * unchanged but for sw_offset, which neither may read); only what the
- * indexes need runs, as for the row's INSERT.
+ * update and the new version's index entries, as the committing user with
+ * its own settings, as the rows' INSERT ran.  Not an UPDATE statement: no
+ * trigger fires (the owner's would run on every writer's rows; it once ran
+ * under session_replication_role = replica to keep them quiet, which let
+ * the owner's CHECK constraints bypass every table's triggers), and no
+ * CHECK constraint or generated column is evaluated again (the row is
+ * unchanged but for sw_offset, which neither may read).  Only what the
+ * indexes need runs, as for the INSERT (as the owner, it would be a
+ * writer's way to run the owner's index code with a pg_temp of its own).
+ * A publication of the table's updates needs a replica identity, as for
+ * an UPDATE.
  */
 static void
 update_offsets(Oid table, Datum *tids, Datum *offsets, int64 k)
@@ -490,8 +622,7 @@ update_offsets(Oid table, Datum *tids, Datum *offsets, int64 k)
 	TupleTableSlot *new = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
 	int			natts = RelationGetDescr(rel)->natts;
 
-	if (att == InvalidAttrNumber)
-		elog(ERROR, "streamwm: table %s has no column sw_offset", RelationGetRelationName(rel));
+	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 	/* the rows written by the transaction's last statement, too */
 	CommandCounterIncrement();
 	estate->es_output_cid = GetCurrentCommandId(true);
@@ -530,16 +661,14 @@ update_offsets(Oid table, Datum *tids, Datum *offsets, int64 k)
 /*
  * Give this transaction's rows in writes[from..to) (one stream) new
  * offsets above everything taken so far, keeping the order in which they
- * were written, across partitions too.  As the stream's owner; the rows
- * are found by a query bounded by streamwm.query_timeout and moved by
- * update_offsets() (no trigger fires: this is no user's UPDATE).
+ * were written, across partitions too: collect_own_rows() finds them and
+ * update_offsets() moves them, both as the committing user.
  */
 static void
 renumber(int from, int to)
 {
 	Oid			relid = writes[from].relid;
 	Oid			seqoid = writes[from].seqoid;
-	char	   *relname = sw_relation_name(relid);
 	SwRoleContext rcx;
 	int64		hwm = 0;
 	bool		above_range = false;
@@ -549,49 +678,11 @@ renumber(int from, int to)
 	Datum	   *tids;
 	Datum	   *offsets;
 
-	if (sw_stream_forces_rls(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot commit rows into stream %s: it has FORCE ROW LEVEL SECURITY", relname),
-				 errhint("ALTER TABLE %s NO FORCE ROW LEVEL SECURITY; streamwm reads a stream as its owner.",
-						 relname)));
-	sw_enter_role(sw_relation_owner(relid), SW_SAFE_SEARCH_PATH, &rcx);
 	for (int w = from; w < to; w++)
 	{
-		Oid			types[3] = {INT4OID, INT8OID, INT8OID};
-		Datum		values[3] = {Int32GetDatum(writes[w].partition),
-		Int64GetDatum(writes[w].lo), Int64GetDatum(writes[w].hi)};
-		/* the rows are in the stream, or on a Citus node in its shard */
-		char	   *select_sql = psprintf("SELECT t.ctid, t.xmin, t.sw_offset FROM ONLY %s t"
-										  " WHERE t.sw_partition = $1 AND t.sw_offset >= $2"
-										  " AND t.sw_offset <= $3",
-										  sw_relation_name(writes[w].table));
-
 		if (writes[w].hwm > hwm)
 			hwm = writes[w].hwm;
-		sw_spi_exec_bounded(psprintf("renumbering rows of stream %s", relname),
-							select_sql, 3, types, values, NULL, SPI_OK_SELECT, InvalidSnapshot);
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			bool		isnull;
-			TransactionId xmin = DatumGetTransactionId(sw_spi_getdatum(i, 2, &isnull));
-			int64		offset = DatumGetInt64(sw_spi_getdatum(i, 3, &isnull));
-
-			/* ours: written by us (a table rewrite rewrites others' rows too) at an offset we took */
-			if (!TransactionIdIsCurrentTransactionId(xmin) || !took_offset(&writes[w], offset))
-				continue;
-			if (n == cap)
-			{
-				cap = cap == 0 ? 64 : cap * 2;
-				rows = rows == NULL ? palloc(cap * sizeof(OwnRow)) :
-					repalloc_huge(rows, cap * sizeof(OwnRow));
-			}
-			rows[n].tid = *(ItemPointer) DatumGetPointer(sw_spi_getdatum(i, 1, &isnull));
-			rows[n].offset = offset;
-			rows[n].write = w;
-			n++;
-		}
-		SPI_freetuptable(SPI_tuptable);
+		collect_own_rows(w, &rows, &n, &cap);
 		/* a partition left with nothing of ours (rolled-back subtransactions) */
 		writes[w].lo = writes[w].hi = SW_NO_OFFSET;
 		writes[w].nruns = 0;
@@ -629,7 +720,12 @@ renumber(int from, int to)
 				ReleaseSysCache(tup);
 			}
 			if (max - n - 1 > hwm)
+			{
+				/* (setval checks the privilege: the owner's) */
+				sw_enter_role(sw_relation_owner(relid), SW_SAFE_SEARCH_PATH, &rcx);
 				(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seqoid), Int64GetDatum(hwm));
+				sw_leave_role(&rcx);
+			}
 			else
 				above_range = true;
 		}
@@ -676,7 +772,6 @@ renumber(int from, int to)
 			continue;
 		update_offsets(table, ttids, toffsets, k);
 	}
-	sw_leave_role(&rcx);
 }
 
 /*
@@ -743,10 +838,15 @@ probe_newest(void)
 	return overtaken;
 }
 
-/* Renumber every stream some of whose partitions were overtaken. */
+/*
+ * Renumber every stream some of whose partitions were overtaken, as the
+ * committing user: the caller, who acts as the catalog's owner, steps out
+ * of that role meanwhile.
+ */
 static void
-renumber_overtaken(void)
+renumber_overtaken(SwRoleContext *catalog)
 {
+	sw_leave_role(catalog);
 	for (int i = 0; i < nwrites;)
 	{
 		int			j = i;
@@ -759,6 +859,7 @@ renumber_overtaken(void)
 			renumber(i, j);
 		i = j;
 	}
+	sw_enter_catalog(catalog);
 }
 
 /*
@@ -830,7 +931,7 @@ order_commit(void)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	PushActiveSnapshot(GetTransactionSnapshot());
-	/* the commit log is the catalog's; renumbering acts as each stream's owner */
+	/* the commit log is the catalog's; renumbering acts as the committing user */
 	sw_enter_catalog(&cx);
 	for (int attempt = 1;; attempt++)
 	{
@@ -840,12 +941,12 @@ order_commit(void)
 		/* a Citus node renumbers under the locks: it may not use its sequence */
 		if (attempt >= SW_RENUMBER_ATTEMPTS || distributed)
 		{
-			renumber_overtaken();
+			renumber_overtaken(&cx);
 			break;
 		}
 		/* overtaken: renumber without holding anyone up, then look again */
 		commit_locks(false);
-		renumber_overtaken();
+		renumber_overtaken(&cx);
 	}
 
 	arrival = GetCurrentTimestamp();

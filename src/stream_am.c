@@ -32,6 +32,7 @@
 #include "fmgr.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
@@ -44,7 +45,7 @@ static TableAmRoutine stream_am;
 static bool stream_am_ready = false;
 
 /* the stream whose index build runs with the heap's routine (see below) */
-static Oid	heap_routine_relid = InvalidOid;
+static Relation heap_routine_rel = NULL;
 
 static void
 stream_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
@@ -210,10 +211,22 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
  * heap_getnext() refuses a relation whose access method is not the heap's
  * own routine, and the heap's index build and validation scans call it: while
  * they run, the relation shows the heap's routine (it is the heap's scan
- * they run).  Nothing may insert into the table meanwhile: an index
- * expression could (the owner's code), and its rows would reach the heap
- * unfilled; the stream's statement trigger refuses them (below).
+ * they run).  A relcache invalidation of the relation meanwhile (a GRANT
+ * committed by another session, seen at the next lock the index code
+ * takes) rebuilds the entry in place with this method's routine:
+ * heap_routine_changed() shows the heap's again.  Nothing may insert into
+ * the table meanwhile: an index expression could (the owner's code), and
+ * its rows would reach the heap unfilled; the stream's statement trigger
+ * refuses them (below).
  */
+static void
+heap_routine_changed(Datum arg, Oid relid)
+{
+	if (heap_routine_rel != NULL &&
+		(relid == InvalidOid || relid == RelationGetRelid(heap_routine_rel)))
+		heap_routine_rel->rd_tableam = GetHeapamTableAmRoutine();
+}
+
 static double
 stream_index_build_range_scan(Relation table_rel, Relation index_rel,
 							  struct IndexInfo *index_info, bool allow_sync,
@@ -222,12 +235,11 @@ stream_index_build_range_scan(Relation table_rel, Relation index_rel,
 							  IndexBuildCallback callback, void *callback_state,
 							  TableScanDesc scan)
 {
-	const TableAmRoutine *own = table_rel->rd_tableam;
-	Oid			outer = heap_routine_relid;
+	Relation	outer = heap_routine_rel;
 	double		result;
 
 	table_rel->rd_tableam = GetHeapamTableAmRoutine();
-	heap_routine_relid = RelationGetRelid(table_rel);
+	heap_routine_rel = table_rel;
 	PG_TRY();
 	{
 		result = table_rel->rd_tableam->index_build_range_scan(table_rel, index_rel, index_info,
@@ -237,8 +249,8 @@ stream_index_build_range_scan(Relation table_rel, Relation index_rel,
 	}
 	PG_FINALLY();
 	{
-		table_rel->rd_tableam = own;
-		heap_routine_relid = outer;
+		table_rel->rd_tableam = &stream_am;
+		heap_routine_rel = outer;
 	}
 	PG_END_TRY();
 	return result;
@@ -249,11 +261,10 @@ stream_index_validate_scan(Relation table_rel, Relation index_rel,
 						   struct IndexInfo *index_info, Snapshot snapshot,
 						   struct ValidateIndexState *state)
 {
-	const TableAmRoutine *own = table_rel->rd_tableam;
-	Oid			outer = heap_routine_relid;
+	Relation	outer = heap_routine_rel;
 
 	table_rel->rd_tableam = GetHeapamTableAmRoutine();
-	heap_routine_relid = RelationGetRelid(table_rel);
+	heap_routine_rel = table_rel;
 	PG_TRY();
 	{
 		table_rel->rd_tableam->index_validate_scan(table_rel, index_rel, index_info,
@@ -261,8 +272,8 @@ stream_index_validate_scan(Relation table_rel, Relation index_rel,
 	}
 	PG_FINALLY();
 	{
-		table_rel->rd_tableam = own;
-		heap_routine_relid = outer;
+		table_rel->rd_tableam = &stream_am;
+		heap_routine_rel = outer;
 	}
 	PG_END_TRY();
 }
@@ -287,7 +298,7 @@ streamwm_stream_check_method(PG_FUNCTION_ARGS)
 		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 		elog(ERROR, "streamwm_internal._stream_check_method() must be a BEFORE INSERT statement trigger");
 	rel = trigdata->tg_relation;
-	if (RelationGetRelid(rel) == heap_routine_relid)
+	if (heap_routine_rel != NULL && RelationGetRelid(rel) == RelationGetRelid(heap_routine_rel))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("cannot insert into stream \"%s\" while an index of it is built",
@@ -317,6 +328,7 @@ streamwm_stream_am_handler(PG_FUNCTION_ARGS)
 		stream_am.multi_insert = stream_multi_insert;
 		stream_am.index_build_range_scan = stream_index_build_range_scan;
 		stream_am.index_validate_scan = stream_index_validate_scan;
+		CacheRegisterRelcacheCallback(heap_routine_changed, (Datum) 0);
 		stream_am_ready = true;
 	}
 	PG_RETURN_POINTER(&stream_am);
