@@ -67,6 +67,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_opfamily.h"
@@ -132,6 +133,7 @@ typedef struct SwPartitionWrite
 	int			nruns;			/* the offsets taken, as runs [from, to] */
 	int			capruns;
 	int64	   *runs;			/* 2 * nruns */
+	int		   *runwriter;		/* per run: who wrote its rows (writers[]) */
 	int64		hwm;			/* at commit: the partition's newest entry's hi */
 	TimestampTz prev_arrival;	/* and its arrival */
 } SwPartitionWrite;
@@ -142,6 +144,23 @@ static int	nwrites = 0;
 static int	capwrites = 0;
 static int	last_write = -1;
 static bool ordering = false;	/* order_commit() is running */
+
+/*
+ * Who wrote rows, as the rows' INSERT ran: its role and search_path (a
+ * SECURITY DEFINER function, or a step writing a result stream as the
+ * query's owner, writes as another role than the session's).  Renumbering
+ * makes a moved row's index entries as its writer did (update_offsets()).
+ */
+typedef struct SwWriter
+{
+	Oid			userid;
+	char	   *search_path;
+} SwWriter;
+
+static SwWriter *writers = NULL;
+static int	nwriters = 0;
+static int	capwriters = 0;
+static int	last_writer = -1;
 
 /* the two statements every commit into a stream runs, prepared once */
 static SPIPlanPtr newest_plan = NULL;
@@ -259,13 +278,14 @@ unlock(Oid relid, uint32 field3, uint16 class, LOCKMODE mode)
  * increasing order.
  */
 static void
-took(SwPartitionWrite *w, int64 offset)
+took(SwPartitionWrite *w, int64 offset, int writer)
 {
 	if (w->lo == SW_NO_OFFSET || offset < w->lo)
 		w->lo = offset;
 	if (offset > w->hi)
 		w->hi = offset;
-	if (w->nruns > 0 && w->runs[2 * w->nruns - 1] == offset - 1)
+	if (w->nruns > 0 && w->runs[2 * w->nruns - 1] == offset - 1 &&
+		w->runwriter[w->nruns - 1] == writer)
 		w->runs[2 * w->nruns - 1] = offset;
 	else
 	{
@@ -275,11 +295,40 @@ took(SwPartitionWrite *w, int64 offset)
 			w->runs = w->runs == NULL ?
 				MemoryContextAlloc(TopTransactionContext, 2 * w->capruns * sizeof(int64)) :
 				repalloc_huge(w->runs, 2 * w->capruns * sizeof(int64));
+			w->runwriter = w->runwriter == NULL ?
+				MemoryContextAlloc(TopTransactionContext, w->capruns * sizeof(int)) :
+				repalloc_huge(w->runwriter, w->capruns * sizeof(int));
 		}
 		w->runs[2 * w->nruns] = offset;
 		w->runs[2 * w->nruns + 1] = offset;
+		w->runwriter[w->nruns] = writer;
 		w->nruns++;
 	}
+}
+
+/* The writer of the row being written now: an index into writers[]. */
+static int
+current_writer(void)
+{
+	Oid			userid = GetUserId();
+	const char *path = namespace_search_path != NULL ? namespace_search_path : "";
+
+	if (last_writer >= 0 && writers[last_writer].userid == userid &&
+		strcmp(writers[last_writer].search_path, path) == 0)
+		return last_writer;
+	for (int i = 0; i < nwriters; i++)
+		if (writers[i].userid == userid && strcmp(writers[i].search_path, path) == 0)
+			return last_writer = i;
+	if (nwriters == capwriters)
+	{
+		capwriters = capwriters == 0 ? 2 : capwriters * 2;
+		writers = writers == NULL ?
+			MemoryContextAlloc(TopTransactionContext, capwriters * sizeof(SwWriter)) :
+			repalloc(writers, capwriters * sizeof(SwWriter));
+	}
+	writers[nwriters].userid = userid;
+	writers[nwriters].search_path = MemoryContextStrdup(TopTransactionContext, path);
+	return last_writer = nwriters++;
 }
 
 /*
@@ -340,7 +389,7 @@ sw_commit_order_note(Oid relid, Oid table, Oid log, Oid seqoid, int32 partition,
 			last_write = nwrites++;
 		}
 	}
-	took(w, offset);
+	took(w, offset, current_writer());
 }
 
 /*
@@ -411,9 +460,9 @@ sw_shard_offset(Oid seqoid, Oid log, int32 partition, char *mode)
 	return o;
 }
 
-/* Did this transaction take 'offset' in w's partition? */
-static bool
-took_offset(const SwPartitionWrite *w, int64 offset)
+/* The run of w's offsets that holds 'offset', or -1 if it is not one. */
+static int
+offset_run(const SwPartitionWrite *w, int64 offset)
 {
 	int			lo = 0;
 	int			hi = w->nruns - 1;
@@ -428,9 +477,9 @@ took_offset(const SwPartitionWrite *w, int64 offset)
 		else if (offset > w->runs[2 * mid + 1])
 			lo = mid + 1;
 		else
-			return true;
+			return mid;
 	}
-	return false;
+	return -1;
 }
 
 /* Has this transaction written into the stream? */
@@ -462,6 +511,8 @@ typedef struct OwnRow
 	int64		offset;
 	ItemPointerData tid;
 	int			write;			/* index into writes[] */
+	int			writer;			/* index into writers[] */
+	int64		new_offset;
 } OwnRow;
 
 static int
@@ -486,6 +537,7 @@ note_own_row(TupleTableSlot *slot, int w, AttrNumber ap, AttrNumber ao,
 	int32		partition = DatumGetInt32(slot_getattr(slot, ap, &isnull));
 	int64		offset;
 	TransactionId xmin;
+	int			run;
 
 	if (isnull || partition != writes[w].partition)
 		return;
@@ -493,7 +545,10 @@ note_own_row(TupleTableSlot *slot, int w, AttrNumber ap, AttrNumber ao,
 	if (isnull || offset < writes[w].lo || offset > writes[w].hi)
 		return;
 	xmin = DatumGetTransactionId(slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull));
-	if (!TransactionIdIsCurrentTransactionId(xmin) || !took_offset(&writes[w], offset))
+	if (!TransactionIdIsCurrentTransactionId(xmin))
+		return;
+	run = offset_run(&writes[w], offset);
+	if (run < 0)
 		return;
 	if (*n == *cap)
 	{
@@ -504,6 +559,7 @@ note_own_row(TupleTableSlot *slot, int w, AttrNumber ap, AttrNumber ao,
 	(*rows)[*n].tid = slot->tts_tid;
 	(*rows)[*n].offset = offset;
 	(*rows)[*n].write = w;
+	(*rows)[*n].writer = writes[w].runwriter[run];
 	(*n)++;
 }
 
@@ -597,22 +653,24 @@ collect_own_rows(int w, OwnRow **rows, int64 *n, int64 *cap)
 }
 
 /*
- * Move this transaction's rows at tids[0..k) of 'table' (the stream, or on
- * a Citus node its shard) to the offsets offsets[0..k): for each, a heap
- * update and the new version's index entries, as the committing user with
- * its own settings, as the rows' INSERT ran.  Not an UPDATE statement: no
- * trigger fires (the owner's would run on every writer's rows; it once ran
- * under session_replication_role = replica to keep them quiet, which let
- * the owner's CHECK constraints bypass every table's triggers), and no
- * CHECK constraint or generated column is evaluated again (the row is
- * unchanged but for sw_offset, which neither may read).  Only what the
- * indexes need runs, as for the INSERT (as the owner, it would be a
- * writer's way to run the owner's index code with a pg_temp of its own).
- * A publication of the table's updates needs a replica identity, as for
- * an UPDATE.
+ * Move this transaction's rows in 'table' (the stream, or on a Citus node
+ * its shard) among rows[0..n) to their new offsets: for each, a heap update
+ * and the new version's index entries, made as the row's writer made them
+ * (its role and search_path), in a security-restricted operation.  Not an
+ * UPDATE statement: no trigger fires (the owner's would run on every
+ * writer's rows; it once ran under session_replication_role = replica to
+ * keep them quiet, which let the owner's CHECK constraints bypass every
+ * table's triggers), and no CHECK constraint or generated column is
+ * evaluated again (the row is unchanged but for sw_offset, which neither
+ * may read).  Only what the indexes need runs, as for the INSERT: as the
+ * owner, a writer with INSERT only could run the owner's index code with a
+ * pg_temp of its own; as the committing user, a superuser committing rows
+ * an owner's SECURITY DEFINER function wrote would run the owner's code.
+ * A publication of the table's updates needs a replica identity, as for an
+ * UPDATE.
  */
 static void
-update_offsets(Oid table, Datum *tids, Datum *offsets, int64 k)
+update_offsets(Oid table, OwnRow *rows, int64 n)
 {
 	Relation	rel = table_open(table, RowExclusiveLock);
 	AttrNumber	att = get_attnum(table, "sw_offset");
@@ -621,6 +679,8 @@ update_offsets(Oid table, Datum *tids, Datum *offsets, int64 k)
 	TupleTableSlot *old = table_slot_create(rel, NULL);
 	TupleTableSlot *new = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
 	int			natts = RelationGetDescr(rel)->natts;
+	int			writer = -1;
+	SwRoleContext rcx;
 
 	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 	/* the rows written by the transaction's last statement, too */
@@ -628,13 +688,24 @@ update_offsets(Oid table, Datum *tids, Datum *offsets, int64 k)
 	estate->es_output_cid = GetCurrentCommandId(true);
 	InitResultRelInfo(rri, rel, 1, NULL, 0);
 	rri->ri_TrigDesc = NULL;
-	ExecOpenIndices(rri, false);
-	for (int64 i = 0; i < k; i++)
+	for (int64 i = 0; i < n; i++)
 	{
-		ItemPointer tid = (ItemPointer) DatumGetPointer(tids[i]);
+		ItemPointer tid = &rows[i].tid;
 		bool		update_indexes;
 
+		if (writes[rows[i].write].table != table)
+			continue;
 		CHECK_FOR_INTERRUPTS();
+		if (rows[i].writer != writer)
+		{
+			if (writer >= 0)
+				sw_leave_role(&rcx);
+			writer = rows[i].writer;
+			sw_enter_role(writers[writer].userid, writers[writer].search_path, &rcx);
+			/* (index expressions are loaded, and SQL functions inlined, as a writer) */
+			if (rri->ri_IndexRelationDescs == NULL)
+				ExecOpenIndices(rri, false);
+		}
 		if (!table_tuple_fetch_row_version(rel, tid, SnapshotSelf, old))
 			elog(ERROR, "streamwm: a row of this transaction in %s is gone before its renumbering",
 				 RelationGetRelationName(rel));
@@ -642,7 +713,7 @@ update_offsets(Oid table, Datum *tids, Datum *offsets, int64 k)
 		ExecClearTuple(new);
 		memcpy(new->tts_values, old->tts_values, natts * sizeof(Datum));
 		memcpy(new->tts_isnull, old->tts_isnull, natts * sizeof(bool));
-		new->tts_values[att - 1] = offsets[i];
+		new->tts_values[att - 1] = Int64GetDatum(rows[i].new_offset);
 		new->tts_isnull[att - 1] = false;
 		ExecStoreVirtualTuple(new);
 		simple_table_tuple_update(rel, tid, new, GetLatestSnapshot(), &update_indexes);
@@ -651,6 +722,8 @@ update_offsets(Oid table, Datum *tids, Datum *offsets, int64 k)
 			list_free(ExecInsertIndexTuples(rri, new, estate, false, false, NULL, NIL));
 		ResetPerTupleExprContext(estate);
 	}
+	if (writer >= 0)
+		sw_leave_role(&rcx);
 	ExecCloseIndices(rri);
 	ExecDropSingleTupleTableSlot(old);
 	ExecDropSingleTupleTableSlot(new);
@@ -661,8 +734,8 @@ update_offsets(Oid table, Datum *tids, Datum *offsets, int64 k)
 /*
  * Give this transaction's rows in writes[from..to) (one stream) new
  * offsets above everything taken so far, keeping the order in which they
- * were written, across partitions too: collect_own_rows() finds them and
- * update_offsets() moves them, both as the committing user.
+ * were written, across partitions too: collect_own_rows() finds them,
+ * update_offsets() moves them.
  */
 static void
 renumber(int from, int to)
@@ -675,8 +748,6 @@ renumber(int from, int to)
 	OwnRow	   *rows = NULL;
 	int64		n = 0;
 	int64		cap = 0;
-	Datum	   *tids;
-	Datum	   *offsets;
 
 	for (int w = from; w < to; w++)
 	{
@@ -689,8 +760,6 @@ renumber(int from, int to)
 	}
 
 	qsort(rows, n, sizeof(OwnRow), own_row_cmp);
-	tids = palloc_extended(Max(n, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
-	offsets = palloc_extended(Max(n, 1) * sizeof(Datum), MCXT_ALLOC_HUGE);
 
 	/*
 	 * The new offsets must be above everything committed in the partitions.
@@ -739,38 +808,23 @@ renumber(int from, int to)
 			o = (w->hi != SW_NO_OFFSET ? w->hi : w->hwm) + 1;
 		else
 			o = nextval_internal(seqoid, false);
-		tids[i] = PointerGetDatum(&rows[i].tid);
-		offsets[i] = Int64GetDatum(o);
-		took(w, o);
+		rows[i].new_offset = o;
+		took(w, o, rows[i].writer);
 	}
 	for (int w = from; w < to; w++)
 		if (writes[w].lo == SW_NO_OFFSET)
-			took(&writes[w], above_range ? writes[w].hwm + 1 : nextval_internal(seqoid, false));
+			took(&writes[w], above_range ? writes[w].hwm + 1 : nextval_internal(seqoid, false), -1);
 
 	/* per table the rows are in (one, but for a Citus node's shards) */
 	for (int w = from; w < to && n > 0; w++)
 	{
-		Oid			table = writes[w].table;
-		Datum	   *ttids = palloc_extended(n * sizeof(Datum), MCXT_ALLOC_HUGE);
-		Datum	   *toffsets = palloc_extended(n * sizeof(Datum), MCXT_ALLOC_HUGE);
-		int64		k = 0;
 		bool		done = false;
 
 		for (int v = from; v < w; v++)
-			if (writes[v].table == table)
+			if (writes[v].table == writes[w].table)
 				done = true;
-		if (done)
-			continue;
-		for (int64 i = 0; i < n; i++)
-			if (writes[rows[i].write].table == table)
-			{
-				ttids[k] = tids[i];
-				toffsets[k] = offsets[i];
-				k++;
-			}
-		if (k == 0)
-			continue;
-		update_offsets(table, ttids, toffsets, k);
+		if (!done)
+			update_offsets(writes[w].table, rows, n);
 	}
 }
 
@@ -1054,6 +1108,9 @@ commit_order_xact_callback(XactEvent event, void *arg)
 			writes = NULL;
 			nwrites = capwrites = 0;
 			last_write = -1;
+			writers = NULL;
+			nwriters = capwriters = 0;
+			last_writer = -1;
 			ordering = false;
 			preparing = false;
 			on_citus_node = false;

@@ -44,8 +44,10 @@ PG_FUNCTION_INFO_V1(streamwm_stream_check_method);
 static TableAmRoutine stream_am;
 static bool stream_am_ready = false;
 
-/* the stream whose index build runs with the heap's routine (see below) */
-static Relation heap_routine_rel = NULL;
+/* the streams whose index builds run with the heap's routine (see below) */
+#define MAX_HEAP_ROUTINE_RELS 8
+static Relation heap_routine_rels[MAX_HEAP_ROUTINE_RELS];
+static int	n_heap_routine_rels = 0;
 
 static void
 stream_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
@@ -222,9 +224,40 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 static void
 heap_routine_changed(Datum arg, Oid relid)
 {
-	if (heap_routine_rel != NULL &&
-		(relid == InvalidOid || relid == RelationGetRelid(heap_routine_rel)))
-		heap_routine_rel->rd_tableam = GetHeapamTableAmRoutine();
+	for (int i = 0; i < n_heap_routine_rels; i++)
+		if (relid == InvalidOid || relid == RelationGetRelid(heap_routine_rels[i]))
+			heap_routine_rels[i]->rd_tableam = GetHeapamTableAmRoutine();
+}
+
+/* Is an index of this relation being built with the heap's routine? */
+static bool
+in_heap_routine(Relation rel)
+{
+	for (int i = 0; i < n_heap_routine_rels; i++)
+		if (RelationGetRelid(heap_routine_rels[i]) == RelationGetRelid(rel))
+			return true;
+	return false;
+}
+
+/* Show the heap's routine on the relation until pop_heap_routine(). */
+static void
+push_heap_routine(Relation rel)
+{
+	if (n_heap_routine_rels == MAX_HEAP_ROUTINE_RELS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("index builds on streams nested too deep")));
+	rel->rd_tableam = GetHeapamTableAmRoutine();
+	heap_routine_rels[n_heap_routine_rels++] = rel;
+}
+
+static void
+pop_heap_routine(Relation rel)
+{
+	n_heap_routine_rels--;
+	/* an index build of the same relation may be running outside this one */
+	if (!in_heap_routine(rel))
+		rel->rd_tableam = &stream_am;
 }
 
 static double
@@ -235,11 +268,9 @@ stream_index_build_range_scan(Relation table_rel, Relation index_rel,
 							  IndexBuildCallback callback, void *callback_state,
 							  TableScanDesc scan)
 {
-	Relation	outer = heap_routine_rel;
 	double		result;
 
-	table_rel->rd_tableam = GetHeapamTableAmRoutine();
-	heap_routine_rel = table_rel;
+	push_heap_routine(table_rel);
 	PG_TRY();
 	{
 		result = table_rel->rd_tableam->index_build_range_scan(table_rel, index_rel, index_info,
@@ -249,8 +280,7 @@ stream_index_build_range_scan(Relation table_rel, Relation index_rel,
 	}
 	PG_FINALLY();
 	{
-		table_rel->rd_tableam = &stream_am;
-		heap_routine_rel = outer;
+		pop_heap_routine(table_rel);
 	}
 	PG_END_TRY();
 	return result;
@@ -261,10 +291,7 @@ stream_index_validate_scan(Relation table_rel, Relation index_rel,
 						   struct IndexInfo *index_info, Snapshot snapshot,
 						   struct ValidateIndexState *state)
 {
-	Relation	outer = heap_routine_rel;
-
-	table_rel->rd_tableam = GetHeapamTableAmRoutine();
-	heap_routine_rel = table_rel;
+	push_heap_routine(table_rel);
 	PG_TRY();
 	{
 		table_rel->rd_tableam->index_validate_scan(table_rel, index_rel, index_info,
@@ -272,8 +299,7 @@ stream_index_validate_scan(Relation table_rel, Relation index_rel,
 	}
 	PG_FINALLY();
 	{
-		table_rel->rd_tableam = &stream_am;
-		heap_routine_rel = outer;
+		pop_heap_routine(table_rel);
 	}
 	PG_END_TRY();
 }
@@ -298,7 +324,7 @@ streamwm_stream_check_method(PG_FUNCTION_ARGS)
 		!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 		elog(ERROR, "streamwm_internal._stream_check_method() must be a BEFORE INSERT statement trigger");
 	rel = trigdata->tg_relation;
-	if (heap_routine_rel != NULL && RelationGetRelid(rel) == RelationGetRelid(heap_routine_rel))
+	if (in_heap_routine(rel))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("cannot insert into stream \"%s\" while an index of it is built",
