@@ -674,8 +674,8 @@ update_offsets(Oid table, OwnRow *rows, int64 n)
 {
 	Relation	rel = table_open(table, RowExclusiveLock);
 	AttrNumber	att = get_attnum(table, "sw_offset");
-	EState	   *estate = CreateExecutorState();
-	ResultRelInfo *rri = makeNode(ResultRelInfo);
+	EState	   *estate = NULL;
+	ResultRelInfo *rri = NULL;
 	TupleTableSlot *old = table_slot_create(rel, NULL);
 	TupleTableSlot *new = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
 	int			natts = RelationGetDescr(rel)->natts;
@@ -685,9 +685,6 @@ update_offsets(Oid table, OwnRow *rows, int64 n)
 	CheckCmdReplicaIdentity(rel, CMD_UPDATE);
 	/* the rows written by the transaction's last statement, too */
 	CommandCounterIncrement();
-	estate->es_output_cid = GetCurrentCommandId(true);
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	rri->ri_TrigDesc = NULL;
 	for (int64 i = 0; i < n; i++)
 	{
 		ItemPointer tid = &rows[i].tid;
@@ -696,15 +693,28 @@ update_offsets(Oid table, OwnRow *rows, int64 n)
 		if (writes[rows[i].write].table != table)
 			continue;
 		CHECK_FOR_INTERRUPTS();
+		/*
+		 * Each writer's index entries with index expressions of its own: a
+		 * SQL function keeps what its body's names resolved to for as long
+		 * as its expression state lives, so one writer's search_path must
+		 * not choose the functions another writer's role then runs.
+		 */
 		if (rows[i].writer != writer)
 		{
 			if (writer >= 0)
+			{
+				ExecCloseIndices(rri);
+				FreeExecutorState(estate);
 				sw_leave_role(&rcx);
+			}
 			writer = rows[i].writer;
 			sw_enter_role(writers[writer].userid, writers[writer].search_path, &rcx);
-			/* (index expressions are loaded, and SQL functions inlined, as a writer) */
-			if (rri->ri_IndexRelationDescs == NULL)
-				ExecOpenIndices(rri, false);
+			estate = CreateExecutorState();
+			estate->es_output_cid = GetCurrentCommandId(true);
+			rri = makeNode(ResultRelInfo);
+			InitResultRelInfo(rri, rel, 1, NULL, 0);
+			rri->ri_TrigDesc = NULL;
+			ExecOpenIndices(rri, false);
 		}
 		if (!table_tuple_fetch_row_version(rel, tid, SnapshotSelf, old))
 			elog(ERROR, "streamwm: a row of this transaction in %s is gone before its renumbering",
@@ -723,11 +733,13 @@ update_offsets(Oid table, OwnRow *rows, int64 n)
 		ResetPerTupleExprContext(estate);
 	}
 	if (writer >= 0)
+	{
+		ExecCloseIndices(rri);
+		FreeExecutorState(estate);
 		sw_leave_role(&rcx);
-	ExecCloseIndices(rri);
+	}
 	ExecDropSingleTupleTableSlot(old);
 	ExecDropSingleTupleTableSlot(new);
-	FreeExecutorState(estate);
 	table_close(rel, NoLock);
 }
 
