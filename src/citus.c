@@ -691,22 +691,18 @@ spread_shard_count(int np)
 }
 
 /*
- * The commit log a new distributed stream's sw_ingest trigger names (its
- * second argument, as create_stream wrote it: the stream's schema, a name
- * no relation has yet), quoted for a statement.  It is made here, owned by
- * the catalog, so it names nothing its caller made.
+ * Argument argno of the stream table relid's sw_ingest trigger as a
+ * distributed stream has it (two arguments: partitions, commit log), copied
+ * before any catalog read (a relcache rebuild frees the description); NULL
+ * if it has no such trigger of streamwm's.  *nsp: the table's schema.
  */
 static char *
-new_log_name(Oid stream)
+dist_ingest_trigger_arg(Oid relid, int argno, Oid *nsp)
 {
-	Relation	rel = table_open(stream, AccessShareLock);
+	Relation	rel = table_open(relid, AccessShareLock);
 	char	   *arg = NULL;
 	Oid			tgfoid = InvalidOid;
-	List	   *names;
-	RangeVar   *rv;
-	Oid			nsp;
 
-	/* copied before any catalog read: a relcache rebuild frees the description */
 	if (rel->trigdesc != NULL)
 		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
 		{
@@ -715,12 +711,32 @@ new_log_name(Oid stream)
 			if (strcmp(t->tgname, "sw_ingest") == 0 && t->tgnargs == 2)
 			{
 				tgfoid = t->tgfoid;
-				arg = pstrdup(t->tgargs[1]);
+				arg = pstrdup(t->tgargs[argno]);
 			}
 		}
-	nsp = RelationGetNamespace(rel);
+	if (nsp != NULL)
+		*nsp = RelationGetNamespace(rel);
 	table_close(rel, AccessShareLock);
 	if (arg == NULL || !sw_is_ingest_function(tgfoid))
+		return NULL;
+	return arg;
+}
+
+/*
+ * The commit log a new distributed stream's sw_ingest trigger names (its
+ * second argument, as create_stream wrote it: the stream's schema, a name
+ * no relation has yet), quoted for a statement.  It is made here, owned by
+ * the catalog, so it names nothing its caller made.
+ */
+static char *
+new_log_name(Oid stream)
+{
+	Oid			nsp;
+	char	   *arg = dist_ingest_trigger_arg(stream, 1, &nsp);
+	List	   *names;
+	RangeVar   *rv;
+
+	if (arg == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("stream %s was not made to be distributed", sw_relation_name(stream)),
@@ -866,29 +882,14 @@ static HTAB *picked = NULL;
 static int
 default_partitions(Oid relid)
 {
-	Relation	rel;
+	char	   *arg;
 	int			n = 0;
-	Oid			tgfoid = InvalidOid;
 
 	if (sw_catalog_is_stream(relid))
 		return sw_stream_partitions(relid);
-
-	rel = table_open(relid, AccessShareLock);
-	/* read before the catalogs are: a relcache rebuild frees the description */
-	if (rel->trigdesc != NULL)
-		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
-		{
-			Trigger    *t = &rel->trigdesc->triggers[i];
-
-			if (strcmp(t->tgname, "sw_ingest") == 0 && t->tgnargs == 2)
-			{
-				tgfoid = t->tgfoid;
-				n = pg_strtoint32(t->tgargs[0]);
-			}
-		}
-	table_close(rel, AccessShareLock);
-	if (OidIsValid(tgfoid) && !sw_is_ingest_function(tgfoid))
-		n = 0;
+	arg = dist_ingest_trigger_arg(relid, 0, NULL);
+	if (arg != NULL)
+		n = pg_strtoint32(arg);
 	if (n < 1 || n > 4096)
 		sw_not_a_stream(relid);
 	return n;

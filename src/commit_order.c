@@ -524,6 +524,18 @@ own_row_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y ? 1 : 0;
 }
 
+/* By writer, then by offset. */
+static int
+writer_cmp(const void *a, const void *b)
+{
+	const OwnRow *x = a;
+	const OwnRow *y = b;
+
+	if (x->writer != y->writer)
+		return x->writer < y->writer ? -1 : 1;
+	return own_row_cmp(a, b);
+}
+
 /*
  * Note a row found by collect_own_rows() if it is ours: written by this
  * transaction (a table rewrite rewrites others' rows too) at an offset it
@@ -827,6 +839,9 @@ renumber(int from, int to)
 		if (writes[w].lo == SW_NO_OFFSET)
 			took(&writes[w], above_range ? writes[w].hwm + 1 : nextval_internal(seqoid, false), -1);
 
+	/* each writer's rows together: update_offsets() sets up once per writer */
+	qsort(rows, n, sizeof(OwnRow), writer_cmp);
+
 	/* per table the rows are in (one, but for a Citus node's shards) */
 	for (int w = from; w < to && n > 0; w++)
 	{
@@ -904,15 +919,10 @@ probe_newest(void)
 	return overtaken;
 }
 
-/*
- * Renumber every stream some of whose partitions were overtaken, as the
- * committing user: the caller, who acts as the catalog's owner, steps out
- * of that role meanwhile.
- */
+/* Renumber every stream some of whose partitions were overtaken. */
 static void
-renumber_overtaken(SwRoleContext *catalog)
+renumber_overtaken(void)
 {
-	sw_leave_role(catalog);
 	for (int i = 0; i < nwrites;)
 	{
 		int			j = i;
@@ -925,7 +935,6 @@ renumber_overtaken(SwRoleContext *catalog)
 			renumber(i, j);
 		i = j;
 	}
-	sw_enter_catalog(catalog);
 }
 
 /*
@@ -997,7 +1006,7 @@ order_commit(void)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	PushActiveSnapshot(GetTransactionSnapshot());
-	/* the commit log is the catalog's; renumbering acts as the committing user */
+	/* the commit log is the catalog's; renumbering acts as each row's writer */
 	sw_enter_catalog(&cx);
 	for (int attempt = 1;; attempt++)
 	{
@@ -1007,12 +1016,12 @@ order_commit(void)
 		/* a Citus node renumbers under the locks: it may not use its sequence */
 		if (attempt >= SW_RENUMBER_ATTEMPTS || distributed)
 		{
-			renumber_overtaken(&cx);
+			renumber_overtaken();
 			break;
 		}
 		/* overtaken: renumber without holding anyone up, then look again */
 		commit_locks(false);
-		renumber_overtaken(&cx);
+		renumber_overtaken();
 	}
 
 	arrival = GetCurrentTimestamp();
