@@ -33,7 +33,8 @@
  * of panes that windows still open need into the pane table (sw_keep);
  * combine every closing window from the pane table's rows and the fresh
  * ones (the statement's snapshot does not see what sw_keep writes, so
- * nothing counts twice); upsert the results.  Then the panes no open
+ * nothing counts twice); upsert the results, in the result key's order,
+ * or INSERT them where that cannot differ (sw_result_plain_insert_ok).  Then the panes no open
  * window needs are deleted, and query_def records how far the query has
  * folded, all in the step's transaction (SPEC section 8: exactly once).
  *
@@ -695,8 +696,8 @@ sw_merge_states_sql(const PanePlan *pp, const char *alias)
  * panes, in the same statement as the closing ones (sw_refire).  Panes are
  * kept while a window that may still re-fire needs them (sw_pane > $5 - L).
  */
-char *
-sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
+static char *
+pane_statement(const SwQueryDef *def, const PanePlan *pp, bool upsert)
 {
 	char	   *panes = sw_relation_name(def->pane_table);
 	StringInfoData combine;
@@ -744,15 +745,23 @@ sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 						 " JOIN sw_refire sw_r ON sw_u.sw_pane >= sw_r.sw_ws"
 						 " AND sw_u.sw_pane < sw_r.sw_ws + %s",
 						 columns, panes, columns, size);
-	appendStringInfo(&combine, ") AS sw_p GROUP BY sw_p.sw_ws%s", group_tail);
+	appendStringInfo(&combine, ") AS sw_p GROUP BY sw_p.sw_ws%s%s", group_tail,
+					 sw_result_key_order(def));
 
-	return sw_upsert_statement(def, ctes, combine.data, NULL,
-							   "SELECT pg_catalog.count(*) FILTER (WHERE sw_c.ws > $3),"
-							   " coalesce(pg_catalog.sum(sw_c.n), 0)::pg_catalog.int8,"
-							   " coalesce(pg_catalog.max(sw_c.n), 0),"
-							   " pg_catalog.count(*) FILTER (WHERE sw_c.ws <= $3)"
-							   " FROM (SELECT window_start AS ws, pg_catalog.count(*) AS n"
-							   " FROM sw_ins GROUP BY window_start) sw_c");
+	return (upsert ? sw_upsert_statement : sw_plain_insert_statement)
+		(def, ctes, combine.data, NULL,
+		 "SELECT pg_catalog.count(*) FILTER (WHERE sw_c.ws > $3),"
+		 " coalesce(pg_catalog.sum(sw_c.n), 0)::pg_catalog.int8,"
+		 " coalesce(pg_catalog.max(sw_c.n), 0),"
+		 " pg_catalog.count(*) FILTER (WHERE sw_c.ws <= $3)"
+		 " FROM (SELECT window_start AS ws, pg_catalog.count(*) AS n"
+		 " FROM sw_ins GROUP BY window_start) sw_c");
+}
+
+char *
+sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
+{
+	return pane_statement(def, pp, true);
 }
 
 /* The parameter types of the pane plan's statement. */
@@ -785,6 +794,9 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 		/* privileges before planning: see sw_check_statement_privileges */
 		sw_check_statement_privileges(sql, SW_PANE_NPARAMS, pane_param_types);
 		sw_step_entry_set_statement(e, sql, SW_PANE_NPARAMS, pane_param_types, def->pane_table);
+		if (sw_result_plain_insert_ok(def))
+			sw_step_entry_set_insert(e, pane_statement(def, pp, false), SW_PANE_NPARAMS,
+									 pane_param_types);
 	}
 	values[0] = Int64GetDatum(def->start_offset);
 	values[1] = offsets;
@@ -804,8 +816,7 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 	values[6] = BoolGetDatum(!def->processing &&
 							 sw_catalog_has_late_in(def->stream, def->start_offset, offsets,
 													nulls[3] == 'n' ? (Datum) 0 : values[3]));
-	if (SPI_execute_plan(e->plan, values, nulls, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "streamwm: window statement of query \"%s\" failed", def->name);
+	sw_step_entry_execute(e, def->name, values, nulls);
 	*windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
 	*rows = DatumGetInt64(sw_spi_getdatum(0, 2, &isnull));
 	sw_check_groups_per_window(def->name, DatumGetInt64(sw_spi_getdatum(0, 3, &isnull)));

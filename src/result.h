@@ -17,10 +17,14 @@ typedef struct SwOutputColumn
 } SwOutputColumn;
 
 extern void sw_require_result_table(const SwQueryDef *def);
+extern char *sw_result_key_order(const SwQueryDef *def);
 extern List *sw_query_columns(Oid relid, const char *query);
 extern List *sw_ordered_columns(Oid relid, const char *query);
 extern int	sw_ordered_stream_rte(Query *q, Oid relid);
 extern char *sw_upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,
 								 const char *window_start, const char *result);
+extern char *sw_plain_insert_statement(const SwQueryDef *def, const char *ctes, const char *select,
+									   const char *window_start, const char *result);
+extern bool sw_result_plain_insert_ok(const SwQueryDef *def);
 
 #endif							/* STREAMWM_RESULT_H */

@@ -72,6 +72,8 @@ free_stale_entries(XactEvent event, void *arg)
 			continue;
 		if (e->plan != NULL)
 			SPI_freeplan(e->plan);
+		if (e->insert_plan != NULL)
+			SPI_freeplan(e->insert_plan);
 		MemoryContextDelete(e->cxt);
 		pfree(e);
 		entries = foreach_delete_current(entries, lc);
@@ -155,24 +157,101 @@ sw_step_entry_depends(SwStepEntry *e, List *relids)
 	MemoryContextSwitchTo(old);
 }
 
-/* Keep the statement a step of the entry's query runs, and its plan. */
-void
-sw_step_entry_set_statement(SwStepEntry *e, const char *sql, int nparams, const Oid *types,
-							Oid pane_table)
+static SPIPlanPtr
+keep_plan(const char *sql, int nparams, const Oid *types)
 {
-	SPIPlanPtr	plan;
+	SPIPlanPtr	plan = SPI_prepare(sql, nparams, (Oid *) types);
 
-	if (e->plan != NULL)
-		SPI_freeplan(e->plan);
-	e->plan = NULL;
-	e->sql = MemoryContextStrdup(e->cxt, sql);
-	plan = SPI_prepare(sql, nparams, (Oid *) types);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed");
-	e->plan = plan;
+	return plan;
+}
+
+/*
+ * Keep the statement a step of the entry's query runs, and its plan.  Any
+ * plain-INSERT form of it (sw_step_entry_set_insert) is dropped.
+ */
+void
+sw_step_entry_set_statement(SwStepEntry *e, const char *sql, int nparams, const Oid *types,
+							Oid pane_table)
+{
+	if (e->plan != NULL)
+		SPI_freeplan(e->plan);
+	e->plan = NULL;
+	if (e->insert_plan != NULL)
+		SPI_freeplan(e->insert_plan);
+	e->insert_plan = NULL;
+	e->insert_backoff = 0;
+	e->sql = MemoryContextStrdup(e->cxt, sql);
+	e->plan = keep_plan(sql, nparams, types);
 	e->statement_pane_table = pane_table;
 	if (OidIsValid(pane_table))
 		sw_step_entry_depends(e, list_make1_oid(pane_table));
+}
+
+/*
+ * Keep the statement's plain-INSERT form (sw_result_plain_insert_ok), same
+ * parameters, same result columns.
+ */
+void
+sw_step_entry_set_insert(SwStepEntry *e, const char *sql, int nparams, const Oid *types)
+{
+	Assert(e->plan != NULL && e->insert_plan == NULL);
+	e->insert_plan = keep_plan(sql, nparams, types);
+}
+
+/*
+ * Run a step's statement: its plain-INSERT form first, if it has one, in a
+ * subtransaction; when that meets a key the result table already holds
+ * (unique_violation), roll it back and run the upsert, which then is used
+ * for the next SW_INSERT_BACKOFF steps (a table the owner writes into
+ * should not cost every step twice).  The result is in SPI_tuptable.
+ */
+#define SW_INSERT_BACKOFF 64
+
+void
+sw_step_entry_execute(SwStepEntry *e, const char *name, Datum *values, const char *nulls)
+{
+	if (e->insert_plan != NULL && e->insert_backoff == 0)
+	{
+		MemoryContext cxt = CurrentMemoryContext;
+		ResourceOwner owner = CurrentResourceOwner;
+		bool		done = false;
+
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(cxt);
+		PG_TRY();
+		{
+			if (SPI_execute_plan(e->insert_plan, values, nulls, false, 0) != SPI_OK_SELECT)
+				elog(ERROR, "streamwm: window statement of query \"%s\" failed", name);
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+			done = true;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+			if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+				ReThrowError(edata);
+			FreeErrorData(edata);
+		}
+		PG_END_TRY();
+		if (done)
+			return;
+		e->insert_backoff = SW_INSERT_BACKOFF;
+	}
+	else if (e->insert_backoff > 0)
+		e->insert_backoff--;
+	if (SPI_execute_plan(e->plan, values, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "streamwm: window statement of query \"%s\" failed", name);
 }

@@ -30,11 +30,18 @@ typedef struct SwStepEntry
 	char	   *sql;			/* the step's statement, once built */
 	Oid			statement_pane_table;	/* the pane table it was built for */
 	SPIPlanPtr	plan;			/* its plan, kept */
+	SPIPlanPtr	insert_plan;	/* its plain-INSERT form's, or NULL */
+	int			insert_backoff; /* steps left that use the upsert */
 } SwStepEntry;
 
 extern SwStepEntry *sw_step_entry(const SwQueryDef *def);
 extern void sw_step_entry_depends(SwStepEntry *e, List *relids);
 extern void sw_step_entry_set_statement(SwStepEntry *e, const char *sql, int nparams,
 										const Oid *types, Oid pane_table);
+
+extern void sw_step_entry_set_insert(SwStepEntry *e, const char *sql, int nparams,
+									 const Oid *types);
+extern void sw_step_entry_execute(SwStepEntry *e, const char *name, Datum *values,
+								  const char *nulls);
 
 #endif
