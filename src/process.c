@@ -85,6 +85,7 @@
 #include "purge.h"
 #include "query.h"
 #include "session.h"
+#include "step_cache.h"
 #include "version.h"
 #include "watermark.h"
 #include "window.h"
@@ -691,8 +692,8 @@ notify_results(const SwQueryDef *def, TimestampTz closed_until, int64 rows)
  * Runs in a subtransaction; an error is recorded in last_error and
  * reported as a WARNING, and the query retries next step.
  */
-static void
-close_windows(SwQueryDef *def, TimestampTz upto, Datum offsets)
+static bool
+close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -704,6 +705,7 @@ close_windows(SwQueryDef *def, TimestampTz upto, Datum offsets)
 	MemoryContext stepcxt = AllocSetContextCreate(cxt, "streamwm query step",
 												  ALLOCSET_DEFAULT_SIZES);
 
+	(void) sw_step_plain_insert_failed(false);
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(stepcxt);
 	PG_TRY();
@@ -774,6 +776,13 @@ close_windows(SwQueryDef *def, TimestampTz upto, Datum offsets)
 		CurrentResourceOwner = owner;
 		MemoryContextDelete(stepcxt);
 
+		/* the plain INSERT met a key already there: again, with the upsert */
+		if (sw_step_plain_insert_failed(edata->sqlerrcode == ERRCODE_UNIQUE_VIOLATION))
+		{
+			FreeErrorData(edata);
+			return true;
+		}
+
 		/*
 		 * Our own timeout is the query's fault: recorded and backed off like
 		 * any error.  Any other cancel, or a shutdown, is not: pass it on.
@@ -807,6 +816,19 @@ close_windows(SwQueryDef *def, TimestampTz upto, Datum offsets)
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
+	return false;
+}
+
+/*
+ * Upsert the windows of one query that closed since its closed_until (see
+ * close_windows_once), a second time when its statement's plain INSERT met
+ * a row already in the result table (step_cache.c, sw_step_entry_execute).
+ */
+static void
+close_windows(SwQueryDef *def, TimestampTz upto, Datum offsets)
+{
+	if (close_windows_once(def, upto, offsets))
+		(void) close_windows_once(def, upto, offsets);
 }
 
 /*

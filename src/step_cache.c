@@ -30,6 +30,7 @@
 #define SW_MAX_STEP_ENTRIES 64
 
 static List *entries = NIL;		/* of SwStepEntry, oldest first */
+static SwStepEntry *plain_insert_running = NULL;	/* see sw_step_entry_execute */
 static bool callbacks_registered = false;
 
 static void
@@ -64,6 +65,7 @@ free_stale_entries(XactEvent event, void *arg)
 	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
 		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT)
 		return;
+	plain_insert_running = NULL;
 	foreach(lc, entries)
 	{
 		SwStepEntry *e = lfirst(lc);
@@ -203,55 +205,50 @@ sw_step_entry_set_insert(SwStepEntry *e, const char *sql, int nparams, const Oid
 }
 
 /*
- * Run a step's statement: its plain-INSERT form first, if it has one, in a
- * subtransaction; when that meets a key the result table already holds
- * (unique_violation), roll it back and run the upsert, which then is used
- * for the next SW_INSERT_BACKOFF steps (a table the owner writes into
- * should not cost every step twice).  The result is in SPI_tuptable.
+ * Run a step's statement: its plain-INSERT form, if it has one and it has
+ * not met a row already in the result table in the last SW_INSERT_BACKOFF
+ * steps, else the upsert.  The result is in SPI_tuptable.  When the
+ * INSERT meets a key the table holds (unique_violation: rows the owner or
+ * recompute() wrote, a table kept from an earlier query), the error ends
+ * the query's step as any error does, and its caller, seeing
+ * sw_step_plain_insert_failed(), runs the step again, which then takes the
+ * upsert.  No subtransaction of its own: the step's is enough, and a
+ * second one per query would double the subtransactions a process() of
+ * many queries keeps open (past 64, every snapshot in the server overflows
+ * to pg_subtrans).
  */
 #define SW_INSERT_BACKOFF 64
 
 void
 sw_step_entry_execute(SwStepEntry *e, const char *name, Datum *values, const char *nulls)
 {
+	SPIPlanPtr	plan = e->plan;
+
 	if (e->insert_plan != NULL && e->insert_backoff == 0)
 	{
-		MemoryContext cxt = CurrentMemoryContext;
-		ResourceOwner owner = CurrentResourceOwner;
-		bool		done = false;
-
-		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(cxt);
-		PG_TRY();
-		{
-			if (SPI_execute_plan(e->insert_plan, values, nulls, false, 0) != SPI_OK_SELECT)
-				elog(ERROR, "streamwm: window statement of query \"%s\" failed", name);
-			ReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(cxt);
-			CurrentResourceOwner = owner;
-			done = true;
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(cxt);
-			edata = CopyErrorData();
-			FlushErrorState();
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(cxt);
-			CurrentResourceOwner = owner;
-			if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
-				ReThrowError(edata);
-			FreeErrorData(edata);
-		}
-		PG_END_TRY();
-		if (done)
-			return;
-		e->insert_backoff = SW_INSERT_BACKOFF;
+		plan = e->insert_plan;
+		plain_insert_running = e;
 	}
 	else if (e->insert_backoff > 0)
 		e->insert_backoff--;
-	if (SPI_execute_plan(e->plan, values, nulls, false, 0) != SPI_OK_SELECT)
+	if (SPI_execute_plan(plan, values, nulls, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "streamwm: window statement of query \"%s\" failed", name);
+	plain_insert_running = NULL;
+}
+
+/*
+ * After an error in a query's step: was it its plain INSERT's, and a
+ * unique_violation ('conflict')?  Then the upsert is used from now on, for
+ * SW_INSERT_BACKOFF steps, and the caller runs the step again.
+ */
+bool
+sw_step_plain_insert_failed(bool conflict)
+{
+	SwStepEntry *e = plain_insert_running;
+
+	plain_insert_running = NULL;
+	if (e == NULL || !conflict)
+		return false;
+	e->insert_backoff = SW_INSERT_BACKOFF;
+	return true;
 }

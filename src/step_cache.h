@@ -43,5 +43,6 @@ extern void sw_step_entry_set_insert(SwStepEntry *e, const char *sql, int nparam
 									 const Oid *types);
 extern void sw_step_entry_execute(SwStepEntry *e, const char *name, Datum *values,
 								  const char *nulls);
+extern bool sw_step_plain_insert_failed(bool conflict);
 
 #endif
