@@ -3,8 +3,12 @@
  *	  Owns the way rows enter a stream table (SPEC section 3).
  *
  * Every path in (INSERT, COPY, streamwm.ingest(), streamwm.ingest_lines())
- * goes through the BEFORE INSERT row trigger streamwm_internal._stream_insert(),
- * which fills the system columns:
+ * fills the system columns of each row (ingest_fill): on a local stream its
+ * table access method does, on the executor's own slots
+ * (sw_ingest_fill_slot, stream_am.c); on a Citus worker the BEFORE INSERT
+ * row trigger streamwm_internal._stream_insert() does, on the shard of a
+ * distributed stream (on a local stream that function is a BEFORE UPDATE
+ * trigger that only binds the expressions below and refuses an UPDATE):
  *
  *	 sw_partition	the explicit one; else the hash of partition_key; else a
  *					partition picked once per session (sticky);
@@ -13,7 +17,7 @@
  *	 sw_event_time	the event_time expression evaluated on the row, else
  *					sw_write_time.
  *
- * Offsets and concurrency.  No writer waits for another: the trigger takes
+ * Offsets and concurrency.  No writer waits for another: a row takes
  * an offset and tells commit_order.c which partition it went into.  When
  * the transaction commits, commit_order.c makes its offsets in each
  * partition higher than everything committed there before (renumbering
@@ -774,8 +778,9 @@ ingest_fill(IngestState *st, Relation rel, Datum *values, bool *nulls)
  * is a BEFORE INSERT trigger and fills the row.  On a local stream it is a
  * BEFORE UPDATE trigger that only binds the expressions: the table access
  * method fills the rows (sw_ingest_fill_slot), and an UPDATE is refused by
- * the sw_no_update statement trigger before any row trigger fires, except
- * commit_order.c's renumbering, which this lets through unchanged.
+ * the sw_no_update statement trigger before any row trigger fires (and here,
+ * should that one be disabled).  commit_order.c's renumbering is no UPDATE
+ * statement: heap updates, which fire no trigger.
  */
 Datum
 streamwm_stream_insert(PG_FUNCTION_ARGS)
