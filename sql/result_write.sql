@@ -76,6 +76,57 @@ SELECT streamwm.process('rw', now => to_timestamp(600));
 SELECT closed_until, windows_emitted, last_error FROM streamwm.queries WHERE query = 'rw_q';
 SELECT * FROM rw_diff();
 
+-- 2b. The step that meets a key already there may also have made its pane
+-- table anew (it was emptied or dropped: a cache): the second run starts
+-- from the definition as the first found it, takes the upsert whatever
+-- happened to the step's cached plans meanwhile, and its windows close.
+TRUNCATE rw_q_panes;
+INSERT INTO rw_q VALUES ('1970-01-01 00:09:00+00', '1970-01-01 00:09:30+00', 999, 'x', 0, -1);
+INSERT INTO rw (sw_write_time, k1, k2, v) SELECT to_timestamp(i), 0, 'x', i FROM generate_series(540, 620) i;
+SELECT streamwm.process('rw', now => to_timestamp(700));
+SELECT closed_until, windows_emitted, last_error FROM streamwm.queries WHERE query = 'rw_q';
+SELECT * FROM rw_diff();
+DROP TABLE rw_q_panes;
+INSERT INTO rw_q VALUES ('1970-01-01 00:10:20+00', '1970-01-01 00:10:50+00', 999, 'x', 0, -1);
+INSERT INTO rw (sw_write_time, k1, k2, v) SELECT to_timestamp(i), 0, 'x', i FROM generate_series(621, 700) i;
+SELECT streamwm.process('rw', now => to_timestamp(800));
+SELECT closed_until, windows_emitted, last_error FROM streamwm.queries WHERE query = 'rw_q';
+SELECT * FROM rw_diff();
+
+-- 2c. Where the upsert would fail, the INSERT is not taken: a publication
+-- of the table's updates without a replica identity (a key that can be
+-- NULL is no primary key) fails every step, conflict or not; so does a key
+-- index the owner dropped (the upsert has nothing to arbitrate on: no
+-- second row for a key); an exclusion constraint on the key that the
+-- INSERT violates is retried with the upsert, whose update does not.
+SELECT streamwm.create_stream('rwp', 'k int');
+SELECT streamwm.create_query('rwp_q', 'SELECT k, count(*) AS n FROM rwp GROUP BY k', hop => '10 s', size => '10 s');
+SET client_min_messages = error;   -- wal_level need not be logical here
+CREATE PUBLICATION rwp_pub FOR TABLE rwp_q;
+RESET client_min_messages;
+INSERT INTO rwp (sw_write_time, k) SELECT to_timestamp(i), i % 2 FROM generate_series(1, 25) i;
+SELECT streamwm.process('rwp', now => to_timestamp(30));
+SELECT closed_until, last_error FROM streamwm.queries WHERE query = 'rwp_q';
+SELECT count(*) FROM rwp_q;
+DROP PUBLICATION rwp_pub;
+SELECT streamwm.process('rwp', now => to_timestamp(30));
+SELECT closed_until, last_error FROM streamwm.queries WHERE query = 'rwp_q';
+SELECT window_start, k, n FROM rwp_q ORDER BY 1, 2;
+-- the key index dropped, a row of a window that closes next already there
+SELECT conname FROM pg_constraint WHERE conrelid = 'rwp_q'::regclass AND contype = 'u' \gset
+ALTER TABLE rwp_q DROP CONSTRAINT :conname;
+INSERT INTO rwp_q VALUES (to_timestamp(20), to_timestamp(30), 1, 99);
+INSERT INTO rwp (sw_write_time, k) SELECT to_timestamp(i), i % 2 FROM generate_series(26, 45) i;
+SELECT streamwm.process('rwp', now => to_timestamp(50));
+SELECT closed_until, last_error FROM streamwm.queries WHERE query = 'rwp_q';
+SELECT window_start, k, n FROM rwp_q ORDER BY 1, 2, 3;
+-- an exclusion constraint on the key, checked before the key index
+ALTER TABLE rwp_q ADD CONSTRAINT rwp_q_excl EXCLUDE USING btree (window_start WITH =, k WITH =);
+ALTER TABLE rwp_q ADD UNIQUE NULLS NOT DISTINCT (window_start, k);
+SELECT streamwm.process('rwp', now => to_timestamp(50));
+SELECT closed_until, last_error FROM streamwm.queries WHERE query = 'rwp_q';
+SELECT window_start, k, n FROM rwp_q ORDER BY 1, 2, 3;
+
 -- 3. A result table with triggers: the upsert, as SPEC section 5 says:
 -- INSERT and UPDATE statement triggers fire at every step that writes,
 -- and a row trigger once per row, also where a row is already there.
@@ -119,9 +170,11 @@ SELECT window_start, k, n FROM rwtrig_q ORDER BY 1, 2;
 DROP VIEW rw_model;
 SELECT streamwm.drop_query('rw_q');
 SELECT streamwm.drop_query('rwtrig_q');
+SELECT streamwm.drop_query('rwp_q');
 SELECT streamwm.drop_stream('rw');
 SELECT streamwm.drop_stream('rwtrig');
+SELECT streamwm.drop_stream('rwp');
 DROP FUNCTION rw_diff();
 DROP TABLE rw_before;
-DROP TABLE rw_q, rwtrig_q, rw_fired;
+DROP TABLE rw_q, rwtrig_q, rwp_q, rw_fired;
 DROP FUNCTION rw_count();

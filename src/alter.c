@@ -184,61 +184,6 @@ same_key(List *old_cols, List *new_cols)
 	return nold == nnew;
 }
 
-/*
- * Does the result table have a unique index the upsert can use: on exactly
- * window_start and the key columns, without predicate or expressions, NULLS
- * NOT DISTINCT when a key can be NULL (as create_query requires)?
- */
-static bool
-has_key_index(Relation rel, List *cols)
-{
-	List	   *indexes = RelationGetIndexList(rel);
-	int			nkeys = 1;
-	bool		nullable = false;
-	ListCell   *lc;
-
-	foreach(lc, cols)
-	{
-		SwOutputColumn *c = lfirst(lc);
-
-		if (c->is_key)
-		{
-			nkeys++;
-			nullable |= c->nullable;
-		}
-	}
-	foreach(lc, indexes)
-	{
-		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-		Form_pg_index ix;
-		bool		ok;
-
-		if (!HeapTupleIsValid(tup))
-			continue;
-		ix = (Form_pg_index) GETSTRUCT(tup);
-		ok = ix->indisunique && ix->indisvalid && ix->indnkeyatts == nkeys &&
-			(ix->indnullsnotdistinct || !nullable) &&
-			heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
-			heap_attisnull(tup, Anum_pg_index_indexprs, NULL);
-		for (int i = 0; ok && i < ix->indnkeyatts; i++)
-		{
-			char	   *att = get_attname(RelationGetRelid(rel), ix->indkey.values[i], true);
-			SwOutputColumn *c;
-
-			if (att == NULL)
-				ok = false;
-			else if (strcmp(att, "window_start") != 0)
-			{
-				c = find_column(cols, att);
-				ok = c != NULL && c->is_key;
-			}
-		}
-		ReleaseSysCache(tup);
-		if (ok)
-			return true;
-	}
-	return false;
-}
 
 /*
  * Check the new output columns against the result table and return the
@@ -328,7 +273,7 @@ check_result_table(const SwQueryDef *def, List *old_cols, List *new_cols)
 						def->name, name, sw_relation_name(def->result_table)),
 				 errhint("Keep the output column, or drop the NOT NULL constraint.")));
 	}
-	if (!has_key_index(rel, new_cols))
+	if (!sw_result_has_key_index(rel, new_cols))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 				 errmsg("result table %s has no unique index on (window_start%s%s) that the new text of query \"%s\" can use",

@@ -693,7 +693,7 @@ notify_results(const SwQueryDef *def, TimestampTz closed_until, int64 rows)
  * reported as a WARNING, and the query retries next step.
  */
 static bool
-close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets)
+close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets, bool upsert)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
@@ -706,6 +706,7 @@ close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets)
 												  ALLOCSET_DEFAULT_SIZES);
 
 	(void) sw_step_plain_insert_failed(false);
+	sw_step_use_upsert(upsert);
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(stepcxt);
 	PG_TRY();
@@ -777,7 +778,10 @@ close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets)
 		MemoryContextDelete(stepcxt);
 
 		/* the plain INSERT met a key already there: again, with the upsert */
-		if (sw_step_plain_insert_failed(edata->sqlerrcode == ERRCODE_UNIQUE_VIOLATION))
+		sw_step_use_upsert(false);
+		if (sw_step_plain_insert_failed(edata->sqlerrcode == ERRCODE_UNIQUE_VIOLATION ||
+										edata->sqlerrcode == ERRCODE_EXCLUSION_VIOLATION) &&
+			!upsert)
 		{
 			FreeErrorData(edata);
 			return true;
@@ -816,19 +820,28 @@ close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets)
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
+	sw_step_use_upsert(false);
 	return false;
 }
 
 /*
  * Upsert the windows of one query that closed since its closed_until (see
- * close_windows_once), a second time when its statement's plain INSERT met
- * a row already in the result table (step_cache.c, sw_step_entry_execute).
+ * close_windows_once), a second time, with the upsert, when its
+ * statement's plain INSERT met a row already in the result table
+ * (step_cache.c, sw_step_entry_execute).  The second time starts from the
+ * definition as the first found it: what the first changed in it (a pane
+ * table made anew) was rolled back with its subtransaction.
  */
 static void
 close_windows(SwQueryDef *def, TimestampTz upto, Datum offsets)
 {
-	if (close_windows_once(def, upto, offsets))
-		(void) close_windows_once(def, upto, offsets);
+	SwQueryDef	before = *def;
+
+	if (close_windows_once(def, upto, offsets, false))
+	{
+		*def = before;
+		(void) close_windows_once(def, upto, offsets, true);
+	}
 }
 
 /*

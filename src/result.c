@@ -9,6 +9,8 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
@@ -22,6 +24,8 @@
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/syscache.h"
 
 #include "catalog.h"
@@ -445,36 +449,119 @@ sw_plain_insert_statement(const SwQueryDef *def, const char *ctes, const char *s
 }
 
 /*
- * May a step write the query's windows with a plain INSERT first, and the
- * upsert only when that meets an existing key (unique_violation)?  The
+ * May a step write the query's windows with a plain INSERT, and the upsert
+ * only when that meets an existing key (see sw_step_entry_execute)?  The
  * upsert's arbiter probe is a second descent of the key index for every
  * row; windows that close for the first time have no row yet, except when
  * someone wrote one (the table's owner, recompute(), a query made again
- * over a kept table).  Only where nothing could tell the two apart: no
- * re-firing (allowed_lateness 0: every window a step writes closes now for
- * the first time), not a chain (its result stream numbers rows), and a
- * plain table with no triggers, rules or row-level security (an upsert
- * fires UPDATE statement triggers and checks UPDATE policies even when
- * nothing conflicts, and a BEFORE INSERT trigger would run twice for rows
- * written before a conflict that is then retried).  A trigger made later
- * invalidates the relation's cache entry and with it the step's plans.
+ * over a kept table).  Only where nothing could tell the two apart:
+ *
+ * - no re-firing (allowed_lateness 0: every window a step writes closes now
+ *	 for the first time), and not a chain (its result stream numbers rows);
+ * - a plain table without triggers, rules or row-level security (an upsert
+ *	 fires UPDATE statement triggers and checks UPDATE policies even when
+ *	 nothing conflicts, and a BEFORE INSERT trigger would run twice for rows
+ *	 written before a conflict that is then retried);
+ * - the key index the upsert arbitrates on is there (without it the upsert
+ *	 fails, and an INSERT would store a second row for a key);
+ * - a publication of the table's updates could take them (the upsert fails
+ *	 on a table without a replica identity whether or not a row conflicts).
+ *
+ * A trigger, policy, publication or index made later invalidates the
+ * relation's cache entry and with it the step's plans.
  */
 bool
 sw_result_plain_insert_ok(const SwQueryDef *def)
 {
-	HeapTuple	tup;
-	Form_pg_class cls;
+	Relation	rel;
+	PublicationDesc pubdesc;
 	bool		ok;
 
 	if (def->lateness_us > 0 || def->result_stream || !OidIsValid(def->result_table))
 		return false;
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(def->result_table));
-	if (!HeapTupleIsValid(tup))
+	rel = try_relation_open(def->result_table, AccessShareLock);
+	if (rel == NULL)
 		return false;
-	cls = (Form_pg_class) GETSTRUCT(tup);
-	ok = cls->relkind == RELKIND_RELATION && !cls->relhastriggers &&
-		!cls->relhasrules && !cls->relrowsecurity;
-	ReleaseSysCache(tup);
+	ok = rel->rd_rel->relkind == RELKIND_RELATION && !rel->rd_rel->relhastriggers &&
+		!rel->rd_rel->relhasrules && !rel->rd_rel->relrowsecurity &&
+		sw_result_has_key_index(rel, sw_query_columns(def->stream, def->query));
+	if (ok)
+	{
+		RelationBuildPublicationDesc(rel, &pubdesc);
+		if (pubdesc.pubactions.pubupdate &&
+			(!pubdesc.rf_valid_for_update || !pubdesc.cols_valid_for_update ||
+			 (rel->rd_rel->relreplident != REPLICA_IDENTITY_FULL &&
+			  !OidIsValid(RelationGetReplicaIndex(rel)))))
+			ok = false;
+	}
+	relation_close(rel, AccessShareLock);
 	return ok;
+}
+
+/*
+ * Does the result table have a unique index the upsert can use: on exactly
+ * window_start and the key columns, without predicate or expressions, NULLS
+ * NOT DISTINCT when a key can be NULL (as create_query requires), not
+ * deferrable (ON CONFLICT cannot arbitrate on a deferrable one)?
+ */
+bool
+sw_result_has_key_index(Relation rel, List *cols)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	int			nkeys = 1;
+	bool		nullable = false;
+	ListCell   *lc;
+
+	foreach(lc, cols)
+	{
+		SwOutputColumn *c = lfirst(lc);
+
+		if (c->is_key)
+		{
+			nkeys++;
+			nullable |= c->nullable;
+		}
+	}
+	foreach(lc, indexes)
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		Form_pg_index ix;
+		bool		ok;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		ix = (Form_pg_index) GETSTRUCT(tup);
+		ok = ix->indisunique && ix->indisvalid && ix->indimmediate && ix->indnkeyatts == nkeys &&
+			(ix->indnullsnotdistinct || !nullable) &&
+			heap_attisnull(tup, Anum_pg_index_indpred, NULL) &&
+			heap_attisnull(tup, Anum_pg_index_indexprs, NULL);
+		for (int i = 0; ok && i < ix->indnkeyatts; i++)
+		{
+			char	   *att = get_attname(RelationGetRelid(rel), ix->indkey.values[i], true);
+			SwOutputColumn *c;
+
+			if (att == NULL)
+				ok = false;
+			else if (strcmp(att, "window_start") != 0)
+			{
+				ListCell   *lc2;
+
+				ok = false;
+				foreach(lc2, cols)
+				{
+					c = lfirst(lc2);
+					if (strcmp(c->name, att) == 0)
+					{
+						ok = c->is_key;
+						break;
+					}
+				}
+			}
+		}
+		ReleaseSysCache(tup);
+		if (ok)
+			return true;
+	}
+	return false;
 }
 

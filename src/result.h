@@ -7,6 +7,7 @@
 #define STREAMWM_RESULT_H
 
 #include "query.h"
+#include "utils/relcache.h"
 
 typedef struct SwOutputColumn
 {
@@ -26,5 +27,6 @@ extern char *sw_upsert_statement(const SwQueryDef *def, const char *ctes, const 
 extern char *sw_plain_insert_statement(const SwQueryDef *def, const char *ctes, const char *select,
 									   const char *window_start, const char *result);
 extern bool sw_result_plain_insert_ok(const SwQueryDef *def);
+extern bool sw_result_has_key_index(Relation rel, List *cols);
 
 #endif							/* STREAMWM_RESULT_H */

@@ -31,6 +31,7 @@
 
 static List *entries = NIL;		/* of SwStepEntry, oldest first */
 static SwStepEntry *plain_insert_running = NULL;	/* see sw_step_entry_execute */
+static bool use_upsert = false; /* see sw_step_use_upsert */
 static bool callbacks_registered = false;
 
 static void
@@ -66,6 +67,7 @@ free_stale_entries(XactEvent event, void *arg)
 		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT)
 		return;
 	plain_insert_running = NULL;
+	use_upsert = false;
 	foreach(lc, entries)
 	{
 		SwStepEntry *e = lfirst(lc);
@@ -208,11 +210,12 @@ sw_step_entry_set_insert(SwStepEntry *e, const char *sql, int nparams, const Oid
  * Run a step's statement: its plain-INSERT form, if it has one and it has
  * not met a row already in the result table in the last SW_INSERT_BACKOFF
  * steps, else the upsert.  The result is in SPI_tuptable.  When the
- * INSERT meets a key the table holds (unique_violation: rows the owner or
- * recompute() wrote, a table kept from an earlier query), the error ends
- * the query's step as any error does, and its caller, seeing
- * sw_step_plain_insert_failed(), runs the step again, which then takes the
- * upsert.  No subtransaction of its own: the step's is enough, and a
+ * INSERT meets a key the table holds (rows the owner or recompute() wrote,
+ * a table kept from an earlier query: unique_violation, or exclusion_violation
+ * from an exclusion constraint that the upsert's update would not violate),
+ * the error ends the query's step as any error does, and its caller,
+ * seeing sw_step_plain_insert_failed(), runs the step again with
+ * sw_step_use_upsert().  No subtransaction of its own: the step's is enough, and a
  * second one per query would double the subtransactions a process() of
  * many queries keeps open (past 64, every snapshot in the server overflows
  * to pg_subtrans).
@@ -224,7 +227,10 @@ sw_step_entry_execute(SwStepEntry *e, const char *name, Datum *values, const cha
 {
 	SPIPlanPtr	plan = e->plan;
 
-	if (e->insert_plan != NULL && e->insert_backoff == 0)
+	plain_insert_running = NULL;
+	if (use_upsert)
+		e->insert_backoff = SW_INSERT_BACKOFF;
+	else if (e->insert_plan != NULL && e->insert_backoff == 0)
 	{
 		plan = e->insert_plan;
 		plain_insert_running = e;
@@ -237,8 +243,19 @@ sw_step_entry_execute(SwStepEntry *e, const char *name, Datum *values, const cha
 }
 
 /*
+ * Whether the steps that follow take the upsert whatever their entry says
+ * (the second run of a step whose plain INSERT met an existing key: its
+ * entry may be a new one by then, made after an invalidation).
+ */
+void
+sw_step_use_upsert(bool on)
+{
+	use_upsert = on;
+}
+
+/*
  * After an error in a query's step: was it its plain INSERT's, and a
- * unique_violation ('conflict')?  Then the upsert is used from now on, for
+ * unique_violation or exclusion_violation ('conflict')?  Then the upsert is used from now on, for
  * SW_INSERT_BACKOFF steps, and the caller runs the step again.
  */
 bool
