@@ -127,6 +127,33 @@ SELECT streamwm.process('rwp', now => to_timestamp(50));
 SELECT closed_until, last_error FROM streamwm.queries WHERE query = 'rwp_q';
 SELECT window_start, k, n FROM rwp_q ORDER BY 1, 2, 3;
 
+-- 2d. A step nested in the query's own code (a function that calls
+-- process() of another stream, whose query closes windows) leaves the
+-- outer step able to take the upsert when its INSERT meets a row.
+SELECT streamwm.create_stream('rwn_b', 'v int');
+SELECT streamwm.create_query('rwn_bq', 'SELECT count(*) AS n FROM rwn_b', hop => '10 s', size => '10 s',
+                             time_domain => 'processing');
+INSERT INTO rwn_b (sw_write_time, v) VALUES (now(), 1);
+CREATE TABLE rwn_calls (i serial);
+CREATE FUNCTION rwn_f(x int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.rwn_calls DEFAULT VALUES;
+    PERFORM streamwm.process('public.rwn_b',
+                             now => to_timestamp(1000 + (SELECT count(*) FROM public.rwn_calls) * 20));
+    RETURN x;
+END $$;
+SELECT streamwm.create_stream('rwn', 'k int, v int');
+SELECT streamwm.create_query('rwn_q', 'SELECT k, count(*) AS n, sum(rwn_f(v)) AS s FROM rwn GROUP BY k',
+                             hop => '10 s', size => '10 s');
+INSERT INTO rwn (sw_write_time, k, v) SELECT to_timestamp(i), i % 2, i FROM generate_series(1, 50) i;
+SELECT streamwm.process('rwn', now => to_timestamp(100));
+INSERT INTO rwn_q VALUES ('1970-01-01 00:01:00+00', '1970-01-01 00:01:10+00', 0, 999, -1);
+INSERT INTO rwn (sw_write_time, k, v) SELECT to_timestamp(i), i % 2, i FROM generate_series(51, 95) i;
+SELECT streamwm.process('rwn', now => to_timestamp(200));
+SELECT closed_until, last_error FROM streamwm.queries WHERE query = 'rwn_q';
+SELECT window_start, k, n, s FROM rwn_q WHERE window_start >= '1970-01-01 00:00:50+00' ORDER BY 1, 2;
+SELECT count(*) > 0 AS nested_steps_ran FROM rwn_calls;
+
 -- 3. A result table with triggers: the upsert, as SPEC section 5 says:
 -- INSERT and UPDATE statement triggers fire at every step that writes,
 -- and a row trigger once per row, also where a row is already there.
@@ -171,10 +198,15 @@ DROP VIEW rw_model;
 SELECT streamwm.drop_query('rw_q');
 SELECT streamwm.drop_query('rwtrig_q');
 SELECT streamwm.drop_query('rwp_q');
+SELECT streamwm.drop_query('rwn_q');
+SELECT streamwm.drop_query('rwn_bq');
 SELECT streamwm.drop_stream('rw');
 SELECT streamwm.drop_stream('rwtrig');
 SELECT streamwm.drop_stream('rwp');
+SELECT streamwm.drop_stream('rwn');
+SELECT streamwm.drop_stream('rwn_b');
 DROP FUNCTION rw_diff();
 DROP TABLE rw_before;
-DROP TABLE rw_q, rwtrig_q, rwp_q, rw_fired;
+DROP TABLE rw_q, rwtrig_q, rwp_q, rwn_q, rwn_bq, rw_fired, rwn_calls;
+DROP FUNCTION rwn_f(int);
 DROP FUNCTION rw_count();

@@ -695,6 +695,9 @@ notify_results(const SwQueryDef *def, TimestampTz closed_until, int64 rows)
 static bool
 close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets, bool upsert)
 {
+	SwStepEntry *outer_running;
+	bool		outer_upsert;
+	bool		again;
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 
@@ -705,6 +708,8 @@ close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets, bool upsert
 	MemoryContext stepcxt = AllocSetContextCreate(cxt, "streamwm query step",
 												  ALLOCSET_DEFAULT_SIZES);
 
+	/* a step nested in user code of an outer one leaves the outer's marks */
+	sw_step_insert_marks(&outer_running, &outer_upsert);
 	(void) sw_step_plain_insert_failed(false);
 	sw_step_use_upsert(upsert);
 	BeginInternalSubTransaction(NULL);
@@ -778,10 +783,11 @@ close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets, bool upsert
 		MemoryContextDelete(stepcxt);
 
 		/* the plain INSERT met a key already there: again, with the upsert */
-		sw_step_use_upsert(false);
-		if (sw_step_plain_insert_failed(edata->sqlerrcode == ERRCODE_UNIQUE_VIOLATION ||
-										edata->sqlerrcode == ERRCODE_EXCLUSION_VIOLATION) &&
-			!upsert)
+		again = sw_step_plain_insert_failed(edata->sqlerrcode == ERRCODE_UNIQUE_VIOLATION ||
+											edata->sqlerrcode == ERRCODE_EXCLUSION_VIOLATION) &&
+			!upsert;
+		sw_step_insert_set_marks(outer_running, outer_upsert);
+		if (again)
 		{
 			FreeErrorData(edata);
 			return true;
@@ -820,7 +826,7 @@ close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets, bool upsert
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
-	sw_step_use_upsert(false);
+	sw_step_insert_set_marks(outer_running, outer_upsert);
 	return false;
 }
 

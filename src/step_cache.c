@@ -243,6 +243,25 @@ sw_step_entry_execute(SwStepEntry *e, const char *name, Datum *values, const cha
 }
 
 /*
+ * The two marks above, read and put back: a query's step can run user
+ * code that runs process() (a nested step), which must leave the outer
+ * step's marks as it found them (close_windows_once).
+ */
+void
+sw_step_insert_marks(SwStepEntry **running, bool *upsert)
+{
+	*running = plain_insert_running;
+	*upsert = use_upsert;
+}
+
+void
+sw_step_insert_set_marks(SwStepEntry *running, bool upsert)
+{
+	plain_insert_running = running;
+	use_upsert = upsert;
+}
+
+/*
  * Whether the steps that follow take the upsert whatever their entry says
  * (the second run of a step whose plain INSERT met an existing key: its
  * entry may be a new one by then, made after an invalidation).
