@@ -143,18 +143,6 @@ key_names(List *cols, bool types)
 	return s.data;
 }
 
-static SwOutputColumn *
-find_column(List *cols, const char *name)
-{
-	ListCell   *lc;
-
-	foreach(lc, cols)
-	{
-		if (strcmp(((SwOutputColumn *) lfirst(lc))->name, name) == 0)
-			return lfirst(lc);
-	}
-	return NULL;
-}
 
 /*
  * Is the key of the new output the old one: the same GROUP BY output
@@ -177,13 +165,12 @@ same_key(List *old_cols, List *new_cols)
 		if (!c->is_key)
 			continue;
 		nnew++;
-		o = find_column(old_cols, c->name);
+		o = sw_output_column(old_cols, c->name);
 		if (o == NULL || !o->is_key || strcmp(o->type, c->type) != 0)
 			return false;
 	}
 	return nold == nnew;
 }
-
 
 /*
  * Check the new output columns against the result table and return the
@@ -265,7 +252,7 @@ check_result_table(const SwQueryDef *def, List *old_cols, List *new_cols)
 
 		if (att->attisdropped || !att->attnotnull || att->atthasdef ||
 			strcmp(name, "window_start") == 0 || strcmp(name, "window_end") == 0 ||
-			find_column(new_cols, name) != NULL)
+			sw_output_column(new_cols, name) != NULL)
 			continue;
 		ereport(ERROR,
 				(errcode(ERRCODE_NOT_NULL_VIOLATION),

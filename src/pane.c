@@ -34,9 +34,10 @@
  * combine every closing window from the pane table's rows and the fresh
  * ones (the statement's snapshot does not see what sw_keep writes, so
  * nothing counts twice); upsert the results, in the result key's order,
- * or INSERT them where that cannot differ (sw_result_plain_insert_ok).  Then the panes no open
- * window needs are deleted, and query_def records how far the query has
- * folded, all in the step's transaction (SPEC section 8: exactly once).
+ * or INSERT them where that cannot differ (sw_result_plain_insert_ok).
+ * Then the panes no open window needs are deleted, and query_def records
+ * how far the query has folded, all in the step's transaction (SPEC
+ * section 8: exactly once).
  *
  * Pane state is a cache of the retained rows: a pane table that is missing,
  * emptied, restored, of another layout, or built by another server version

@@ -710,8 +710,7 @@ close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets, bool upsert
 
 	/* a step nested in user code of an outer one leaves the outer's marks */
 	sw_step_insert_marks(&outer_running, &outer_upsert);
-	(void) sw_step_plain_insert_failed(false);
-	sw_step_use_upsert(upsert);
+	sw_step_insert_set_marks(NULL, upsert);
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(stepcxt);
 	PG_TRY();

@@ -10,9 +10,9 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
-#include "catalog/pg_index.h"
 #include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -356,6 +356,20 @@ sw_require_result_table(const SwQueryDef *def)
 				 errhint("Create it again with the same columns and key, or drop the query.")));
 }
 
+/* The output column of that name, or NULL. */
+SwOutputColumn *
+sw_output_column(List *cols, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, cols)
+	{
+		if (strcmp(((SwOutputColumn *) lfirst(lc))->name, name) == 0)
+			return lfirst(lc);
+	}
+	return NULL;
+}
+
 /*
  * " ORDER BY 1, <key positions>": the order of the result table's key
  * (window_start, then the GROUP BY outputs in output order), for a select
@@ -544,18 +558,8 @@ sw_result_has_key_index(Relation rel, List *cols)
 				ok = false;
 			else if (strcmp(att, "window_start") != 0)
 			{
-				ListCell   *lc2;
-
-				ok = false;
-				foreach(lc2, cols)
-				{
-					c = lfirst(lc2);
-					if (strcmp(c->name, att) == 0)
-					{
-						ok = c->is_key;
-						break;
-					}
-				}
+				c = sw_output_column(cols, att);
+				ok = c != NULL && c->is_key;
 			}
 		}
 		ReleaseSysCache(tup);
@@ -564,4 +568,3 @@ sw_result_has_key_index(Relation rel, List *cols)
 	}
 	return false;
 }
-

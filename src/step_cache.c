@@ -31,7 +31,8 @@
 
 static List *entries = NIL;		/* of SwStepEntry, oldest first */
 static SwStepEntry *plain_insert_running = NULL;	/* see sw_step_entry_execute */
-static bool use_upsert = false; /* see sw_step_use_upsert */
+static bool use_upsert = false;	/* a step run again: the upsert, whatever its
+								 * entry says (it may be a new one by then) */
 static bool callbacks_registered = false;
 
 static void
@@ -214,11 +215,11 @@ sw_step_entry_set_insert(SwStepEntry *e, const char *sql, int nparams, const Oid
  * a table kept from an earlier query: unique_violation, or exclusion_violation
  * from an exclusion constraint that the upsert's update would not violate),
  * the error ends the query's step as any error does, and its caller,
- * seeing sw_step_plain_insert_failed(), runs the step again with
- * sw_step_use_upsert().  No subtransaction of its own: the step's is enough, and a
- * second one per query would double the subtransactions a process() of
- * many queries keeps open (past 64, every snapshot in the server overflows
- * to pg_subtrans).
+ * seeing sw_step_plain_insert_failed(), runs the step again with use_upsert
+ * set (sw_step_insert_set_marks).  No subtransaction of its own: the step's
+ * is enough, and a second one per query would double the subtransactions a
+ * process() of many queries keeps open (past 64, every snapshot in the
+ * server overflows to pg_subtrans).
  */
 #define SW_INSERT_BACKOFF 64
 
@@ -243,9 +244,10 @@ sw_step_entry_execute(SwStepEntry *e, const char *name, Datum *values, const cha
 }
 
 /*
- * The two marks above, read and put back: a query's step can run user
+ * The two marks above, read and set: a step sets them as it starts and
+ * puts back what it found as it ends, since a query's step can run user
  * code that runs process() (a nested step), which must leave the outer
- * step's marks as it found them (close_windows_once).
+ * step's marks as they were (close_windows_once).
  */
 void
 sw_step_insert_marks(SwStepEntry **running, bool *upsert)
@@ -261,21 +263,12 @@ sw_step_insert_set_marks(SwStepEntry *running, bool upsert)
 	use_upsert = upsert;
 }
 
-/*
- * Whether the steps that follow take the upsert whatever their entry says
- * (the second run of a step whose plain INSERT met an existing key: its
- * entry may be a new one by then, made after an invalidation).
- */
-void
-sw_step_use_upsert(bool on)
-{
-	use_upsert = on;
-}
 
 /*
  * After an error in a query's step: was it its plain INSERT's, and a
- * unique_violation or exclusion_violation ('conflict')?  Then the upsert is used from now on, for
- * SW_INSERT_BACKOFF steps, and the caller runs the step again.
+ * unique_violation or exclusion_violation ('conflict')?  Then the upsert is
+ * used from now on, for SW_INSERT_BACKOFF steps, and the caller runs the
+ * step again.
  */
 bool
 sw_step_plain_insert_failed(bool conflict)

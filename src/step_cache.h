@@ -44,7 +44,6 @@ extern void sw_step_entry_set_insert(SwStepEntry *e, const char *sql, int nparam
 extern void sw_step_entry_execute(SwStepEntry *e, const char *name, Datum *values,
 								  const char *nulls);
 extern bool sw_step_plain_insert_failed(bool conflict);
-extern void sw_step_use_upsert(bool on);
 extern void sw_step_insert_marks(SwStepEntry **running, bool *upsert);
 extern void sw_step_insert_set_marks(SwStepEntry *running, bool upsert);
 
