@@ -64,6 +64,7 @@
 #include "parser/parsetree.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
@@ -224,7 +225,12 @@ partial_aggref(Aggref *orig)
  * sessions, just before the earliest open session), $7 whether the late
  * log may hold rows of that range (sw_catalog_has_late_in): usually not,
  * and then no row is looked up in it (the lookup cost 1.5 - 2 us a row,
- * bench/results-e2e.md).
+ * bench/results-e2e.md).  The floor is written "(... > $6) IS TRUE" so
+ * that it cannot match the stream's BRIN index on sw_event_time: once the
+ * stream had statistics, a kept plan replanned after ANALYZE read the rows
+ * by event time through it (ranges nobody summarised match every scan),
+ * 1.3 s a step over 6,000,000 rows with nothing new to read, instead of by
+ * offset on the key.
  */
 Query *
 sw_fold_rows_query(Oid relid, const char *pane_sql, bool by_event_time)
@@ -241,7 +247,7 @@ sw_fold_rows_query(Oid relid, const char *pane_sql, bool by_event_time)
 										sw_stream_columns_sql(relid, "sw_s"),
 										pane_sql ? ", " : "", pane_sql ? psprintf("%s AS sw_pane", pane_sql) : "",
 										sw_stream_rows_name(relid),
-										by_event_time ? psprintf(" WHERE sw_s.sw_event_time > $6 AND (NOT $7 OR %s)",
+										by_event_time ? psprintf(" WHERE (sw_s.sw_event_time > $6) IS TRUE AND (NOT $7 OR %s)",
 																 sw_not_late_sql(relid)) : ""),
 							   types, lengthof(types));
 }
@@ -786,6 +792,7 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 	bool		isnull;
 	Oid			tz = TIMESTAMPTZOID;
 	Datum		prune;
+	int			nestlevel;
 
 	sw_ensure_pane_table(def, pp, &rebuild);
 	if (e->plan == NULL || e->statement_pane_table != def->pane_table)
@@ -817,7 +824,29 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 	values[6] = BoolGetDatum(!def->processing &&
 							 sw_catalog_has_late_in(def->stream, def->start_offset, offsets,
 													nulls[3] == 'n' ? (Datum) 0 : values[3]));
+	/*
+	 * The statement reads the stream by offset, per partition, on its key:
+	 * the range a step reads is narrow, but a generic plan cannot know it
+	 * (the parameters' selectivity is a default, times the stream's size)
+	 * and, once the stream had statistics, chose a sequential scan of the
+	 * whole stream with the floor as its filter: 0.5 s a step over
+	 * 6,000,000 rows with nothing new to read.  The query reads nothing but
+	 * the stream (refusal()), so no join of the user's loses by this.
+	 * Sorts likewise: with the estimates of a stream that had no statistics
+	 * yet, the fold sorted the step's rows (external merge: 2,000,000 rows
+	 * of a backlog, or 100,000 with the default work_mem) where a hash
+	 * aggregate keeps only the groups (bench/results.md: a 2,000,000-row
+	 * catch-up in one process(), 20 - 25% of the step).  The combine still
+	 * sorts once, for its ORDER BY (result.c).  The settings hold for the
+	 * plan made (or made again) as it runs.
+	 */
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 	sw_step_entry_execute(e, def->name, values, nulls);
+	AtEOXact_GUC(true, nestlevel);
 	*windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
 	*rows = DatumGetInt64(sw_spi_getdatum(0, 2, &isnull));
 	sw_check_groups_per_window(def->name, DatumGetInt64(sw_spi_getdatum(0, 3, &isnull)));
