@@ -2,7 +2,7 @@
  * catalog.c
  *	  Owns access to streamwm's catalog tables (streamwm.stream_def,
  *	  partition_state, query_def, late_event_log, retention_mark; defined in
- *	  sql/streamwm--0.2.sql) and the SPI helpers the other files share.
+ *	  sql/streamwm--0.3.sql) and the SPI helpers the other files share.
  *
  *	  Every statement that reads or writes only the catalog is here, in a
  *	  function named for what it does (sw_catalog_*, and the API's
@@ -29,6 +29,7 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "nodes/params.h"
 #include "nodes/parsenodes.h"
 #include "parser/parse_relation.h"
 #include "parser/parser.h"
@@ -1344,6 +1345,44 @@ sw_spi_exec_snapshot(const char *sql, int nargs, Oid *types, Datum *values,
 	rc = SPI_execute_snapshot(plan, values, nulls, snapshot,
 							  InvalidSnapshot, false, true, 0);
 	if (rc != expected)
+		elog(ERROR, "streamwm: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
+	SPI_freeplan(plan);
+}
+
+/*
+ * The same, with the rows sent to 'dest' instead of SPI_tuptable (a reader
+ * that keeps only what it needs: no tuple formed and kept per row), whose
+ * mydest is DestNone.  The statement must be a SELECT: it runs read-only,
+ * with exactly 'snapshot'.
+ */
+void
+sw_spi_exec_snapshot_to(const char *sql, int nargs, Oid *types, Datum *values,
+						const char *nulls, Snapshot snapshot, DestReceiver *dest)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+	ParamListInfo params = makeParamList(nargs);
+	SPIExecuteOptions options;
+	int			rc;
+
+	if (plan == NULL)
+		elog(ERROR, "streamwm: preparing \"%s\" failed: %s",
+			 sql, SPI_result_code_string(SPI_result));
+	for (int i = 0; i < nargs; i++)
+	{
+		params->params[i].value = values[i];
+		params->params[i].isnull = nulls != NULL && nulls[i] == 'n';
+		params->params[i].pflags = PARAM_FLAG_CONST;
+		params->params[i].ptype = types[i];
+	}
+	memset(&options, 0, sizeof(options));
+	options.params = params;
+	options.read_only = true;	/* with the active snapshot, as it is */
+	options.dest = dest;
+	PushActiveSnapshot(snapshot);
+	rc = SPI_execute_plan_extended(plan, &options);
+	PopActiveSnapshot();
+	/* a SELECT whose rows go to a receiver of DestNone is "utility" to SPI */
+	if (rc != SPI_OK_UTILITY)
 		elog(ERROR, "streamwm: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
 	SPI_freeplan(plan);
 }

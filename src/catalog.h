@@ -81,6 +81,9 @@ extern Datum sw_int4_array(const int32 *values, int n);
 extern Datum sw_timestamptz_array(const TimestampTz *values, int n);
 extern void sw_spi_exec_snapshot(const char *sql, int nargs, Oid *types, Datum *values,
 								 const char *nulls, int expected, Snapshot snapshot);
+extern void sw_spi_exec_snapshot_to(const char *sql, int nargs, Oid *types, Datum *values,
+									const char *nulls, Snapshot snapshot,
+									DestReceiver *dest);
 extern void sw_spi_exec_latest(const char *sql, int nargs, Oid *types, Datum *values,
 							   const char *nulls, int expected);
 

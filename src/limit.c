@@ -208,32 +208,38 @@ sw_query_timeout_string(void)
  * the timeout is already armed (the statement runs inside another bounded
  * one), that one's limit applies.
  */
-/* with the given snapshot, or a new one for InvalidSnapshot */
+/*
+ * With the given snapshot, or a new one for InvalidSnapshot; the rows to
+ * SPI_tuptable, or to 'dest' (sw_spi_exec_snapshot_to: a snapshot is
+ * then required).
+ */
 static void
 exec_with(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
-		  int expected, Snapshot snapshot)
+		  int expected, Snapshot snapshot, DestReceiver *dest)
 {
-	if (snapshot == InvalidSnapshot)
+	if (dest != NULL)
+		sw_spi_exec_snapshot_to(sql, nargs, types, values, nulls, snapshot, dest);
+	else if (snapshot == InvalidSnapshot)
 		sw_spi_exec(sql, nargs, types, values, nulls, expected);
 	else
 		sw_spi_exec_snapshot(sql, nargs, types, values, nulls, expected, snapshot);
 }
 
-void
-sw_spi_exec_bounded(const char *what, const char *sql, int nargs, Oid *types,
-					Datum *values, const char *nulls, int expected, Snapshot snapshot)
+static void
+exec_bounded(const char *what, const char *sql, int nargs, Oid *types, Datum *values,
+			 const char *nulls, int expected, Snapshot snapshot, DestReceiver *dest)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 
 	if (query_timeout_id != MAX_TIMEOUTS && get_timeout_active(query_timeout_id))
 	{
-		exec_with(sql, nargs, types, values, nulls, expected, snapshot);
+		exec_with(sql, nargs, types, values, nulls, expected, snapshot, dest);
 		return;
 	}
 	PG_TRY();
 	{
 		sw_query_timeout_enable();
-		exec_with(sql, nargs, types, values, nulls, expected, snapshot);
+		exec_with(sql, nargs, types, values, nulls, expected, snapshot, dest);
 		sw_query_timeout_disable();
 		/* a timeout that fired just before it was disabled fails here */
 		CHECK_FOR_INTERRUPTS();
@@ -256,6 +262,22 @@ sw_spi_exec_bounded(const char *what, const char *sql, int nargs, Oid *types,
 				 errhint("The step is rolled back and retried.")));
 	}
 	PG_END_TRY();
+}
+
+void
+sw_spi_exec_bounded(const char *what, const char *sql, int nargs, Oid *types,
+					Datum *values, const char *nulls, int expected, Snapshot snapshot)
+{
+	exec_bounded(what, sql, nargs, types, values, nulls, expected, snapshot, NULL);
+}
+
+/* The same for a read-only SELECT, its rows sent to 'dest'. */
+void
+sw_spi_exec_bounded_to(const char *what, const char *sql, int nargs, Oid *types,
+					   Datum *values, const char *nulls, Snapshot snapshot,
+					   DestReceiver *dest)
+{
+	exec_bounded(what, sql, nargs, types, values, nulls, SPI_OK_SELECT, snapshot, dest);
 }
 
 /*

@@ -7,6 +7,7 @@
 #ifndef STREAMWM_LIMIT_H
 #define STREAMWM_LIMIT_H
 
+#include "tcop/dest.h"
 #include "utils/snapshot.h"
 
 /* GUCs */
@@ -22,6 +23,9 @@ extern const char *sw_query_timeout_string(void);
 extern void sw_spi_exec_bounded(const char *what, const char *sql, int nargs,
 								Oid *types, Datum *values, const char *nulls,
 								int expected, Snapshot snapshot);
+extern void sw_spi_exec_bounded_to(const char *what, const char *sql, int nargs,
+								   Oid *types, Datum *values, const char *nulls,
+								   Snapshot snapshot, DestReceiver *dest);
 extern void sw_check_windows_per_row(int64 hop_us, int64 size_us);
 extern void sw_check_groups_per_window(const char *query, int64 groups);
 extern void sw_check_statement_privileges(const char *sql, int nparams,
