@@ -37,7 +37,8 @@ OBJS = \
 EXTENSION = streamwm
 # the install script of the current version, the first release's and every
 # update script (each later change of the SQL API adds one: see DESIGN.md)
-DATA = sql/streamwm--0.2.sql sql/streamwm--0.1.sql sql/streamwm--0.1--0.2.sql
+DATA = sql/streamwm--0.3.sql sql/streamwm--0.1.sql sql/streamwm--0.2.sql \
+       sql/streamwm--0.1--0.2.sql sql/streamwm--0.2--0.3.sql
 # the version the C code is written for (version.c compares it with the
 # database's extension version)
 EXTVERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(dir $(lastword $(MAKEFILE_LIST)))streamwm.control)

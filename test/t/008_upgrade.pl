@@ -425,12 +425,13 @@ $node->safe_psql('app', "SELECT streamwm.process('clicks', now => $now)");
 is($node->safe_psql('app', q{
 	SELECT count(*) FROM ((SELECT * FROM per_page EXCEPT SELECT * FROM per_page_new)
 	                UNION ALL (SELECT * FROM per_page_new EXCEPT SELECT * FROM per_page)) x}),
-	'0', 'a new 0.2 query from the earliest row equals the upgraded one');
+	'0', 'a new query from the earliest row equals the upgraded one');
 
 # --- the updated extension is a fresh installation ---------------------------
 # The objects of the extension, described generically (members, functions
 # with arguments and defaults, views, catalog columns and constraints,
-# policies, privileges, comments): identical in a database created at 0.2.
+# policies, privileges, comments): identical in a database created at the
+# current version.
 my $describe = q{
 WITH ext AS (SELECT oid, extconfig, extcondition FROM pg_extension WHERE extname = 'streamwm')
 SELECT 'member ' || pg_describe_object(d.classid, d.objid, d.objsubid)
@@ -447,8 +448,9 @@ SELECT 'function ' || p.oid::regprocedure::text || ' (' || pg_get_function_argum
  WHERE p.pronamespace IN ('streamwm'::regnamespace, 'streamwm_internal'::regnamespace)
 UNION ALL
 SELECT 'aggregate ' || a.aggfnoid::regprocedure::text || ' ' || concat_ws(' ', a.aggtransfn::regproc,
-       a.aggfinalfn::regproc, a.aggfinalextra, a.aggtranstype::regtype)
-  FROM pg_aggregate a JOIN pg_proc p ON p.oid = a.aggfnoid WHERE p.pronamespace = 'streamwm'::regnamespace
+       a.aggfinalfn::regproc, a.aggfinalextra, a.aggtranstype::regtype, a.aggtransspace)
+  FROM pg_aggregate a JOIN pg_proc p ON p.oid = a.aggfnoid
+ WHERE p.pronamespace IN ('streamwm'::regnamespace, 'streamwm_internal'::regnamespace)
 UNION ALL
 SELECT 'relation ' || c.relname || ' ' || concat_ws(' ', c.relkind, c.relrowsecurity, c.relforcerowsecurity,
        c.reloptions::text, c.relacl::text, c.relowner::regrole::text) ||
@@ -504,6 +506,22 @@ else
 	diag("only in the updated one: $_") for grep { !$f{$_} } sort keys %u;
 	fail('the updated extension is, object for object, a fresh installation');
 }
+
+# 0.2 (its install script, still installed) updated to the current version:
+# the same objects (0.2 -> 0.3: the pane plan's aggregates declare SSPACE)
+$node->safe_psql('postgres', 'CREATE DATABASE from02');
+$node->safe_psql('from02', "CREATE EXTENSION streamwm VERSION '0.2'");
+is($node->safe_psql('from02', q{
+	SELECT string_agg(aggtransspace::text, ' ') FROM pg_aggregate
+	 WHERE aggfnoid::regproc::text LIKE 'streamwm_internal.%'}), '0 0 0 0',
+	'0.2: the pane plan aggregates declared no state size');
+$node->safe_psql('from02', 'ALTER EXTENSION streamwm UPDATE');
+is($node->safe_psql('from02', $describe), $fresh,
+	'0.2 updated is, object for object, a fresh installation');
+is($node->safe_psql('from02', q{
+	SELECT string_agg(aggtransspace::text, ' ') FROM pg_aggregate
+	 WHERE aggfnoid::regproc::text LIKE 'streamwm_internal.%'}), '128 128 128 128',
+	'... with the state size declared');
 
 # the stream tables are what create_stream makes: same triggers and indexes
 $node->safe_psql('fresh', q{
