@@ -151,6 +151,40 @@ CREATE ROLE regress_lim_carol;
 SET ROLE regress_lim_carol;
 SET streamwm.query_timeout = 0;
 RESET ROLE;
+-- a step nested in the query's own code (its function runs process() of
+-- another stream, whose query closes a window) leaves the outer step's
+-- timer armed: the outer query is still canceled after 200 ms, not after
+-- the function's 30 s (before, the nested step disarmed it), and what the
+-- nested step wrote goes with the outer step's rollback
+SELECT streamwm.create_stream('tn_inner', 'v int');
+SELECT streamwm.create_query('tn_inner_q', 'SELECT count(*) AS n FROM tn_inner',
+                             hop => '10 s', size => '10 s');
+CREATE FUNCTION lim_nest(x int) RETURNS int LANGUAGE plpgsql AS
+  $$BEGIN PERFORM streamwm.process('public.tn_inner'); PERFORM pg_sleep(30); RETURN x; END$$;
+SELECT streamwm.create_stream('tn_outer', 'v int');
+SELECT streamwm.create_query('tn_outer_q', 'SELECT sum(lim_nest(v)) AS s FROM tn_outer',
+                             hop => '10 s', size => '10 s');
+SELECT streamwm.ingest(s, '[{"v": 1}, {"v": 2}]', write_time => to_timestamp(1)),
+       streamwm.ingest(s, '{"v": 3}', write_time => to_timestamp(20))
+  FROM unnest(ARRAY['tn_inner', 'tn_outer']::regclass[]) s;
+SET streamwm.query_timeout = '200ms';
+SELECT streamwm.process('tn_outer');
+RESET streamwm.query_timeout;
+SELECT query, windows_emitted, last_error FROM streamwm.queries
+ WHERE query IN ('tn_inner_q', 'tn_outer_q') ORDER BY 1;
+-- the pane plan's statement is planned with enable_seqscan and enable_sort
+-- off (pane.c); the query's own code runs with the session's settings
+CREATE FUNCTION lim_settings(x int) RETURNS int LANGUAGE plpgsql AS
+  $$BEGIN RAISE NOTICE 'in the step: enable_seqscan %, enable_sort %',
+      current_setting('enable_seqscan'), current_setting('enable_sort'); RETURN x; END$$;
+SELECT streamwm.create_stream('tg', 'v int');
+SELECT streamwm.create_query('tg_q', 'SELECT sum(lim_settings(v)) AS s FROM tg',
+                             hop => '10 s', size => '10 s');
+SELECT streamwm.ingest('tg', '{"v": 1}', write_time => to_timestamp(1)),
+       streamwm.ingest('tg', '{"v": 3}', write_time => to_timestamp(20));
+SELECT streamwm.process('tg');
+SELECT window_start, s FROM tg_q;
+SELECT current_setting('enable_seqscan') AS after_seqscan, current_setting('enable_sort') AS after_sort;
 
 -- ---------------------------------------------------------------------
 -- Privileges are checked before planning: an IMMUTABLE function the
@@ -194,9 +228,10 @@ SELECT query, hop, size FROM streamwm.queries WHERE query LIKE 'mw%';
 
 -- clean up
 SELECT streamwm.drop_stream(s, cascade => true)
-  FROM unnest(ARRAY['fs', 'fs_default', 'fs_off', 'fs_expr', 'ev', 'er', 'ta', 'tb', 'bs']::regclass[]) s;
-DROP TABLE er_out, er_q3, ta_slow, tb_q, bs_q, mw_100, lim_secret, lim_dim;
-DROP FUNCTION lim_slow(int), lim_leak(int);
+  FROM unnest(ARRAY['fs', 'fs_default', 'fs_off', 'fs_expr', 'ev', 'er', 'ta', 'tb', 'bs',
+                     'tn_inner', 'tn_outer', 'tg']::regclass[]) s;
+DROP TABLE er_out, er_q3, ta_slow, tb_q, bs_q, mw_100, lim_secret, lim_dim, tn_inner_q, tn_outer_q, tg_q;
+DROP FUNCTION lim_slow(int), lim_leak(int), lim_nest(int), lim_settings(int);
 REVOKE CREATE ON SCHEMA public FROM regress_lim_bob;
 DROP ROLE regress_lim_bob;
 DROP ROLE regress_lim_carol;

@@ -839,7 +839,7 @@ sw_count_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, Timestam
 		sw_step_entry_depends(e, sw_query_relids(sw_analyze_window_query(def->query)));
 		/* privileges before planning: see sw_check_statement_privileges */
 		sw_check_statement_privileges(sql, 6, count_param_types);
-		sw_step_entry_set_statement(e, sql, 6, count_param_types, def->pane_table);
+		sw_step_entry_set_statement(e, sql, 6, count_param_types, def->pane_table, 0);
 	}
 	if (pp != NULL)
 	{

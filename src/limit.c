@@ -225,13 +225,23 @@ exec_with(const char *sql, int nargs, Oid *types, Datum *values, const char *nul
 		sw_spi_exec_snapshot(sql, nargs, types, values, nulls, expected, snapshot);
 }
 
+/*
+ * Is streamwm.query_timeout armed (a step or a bounded statement is
+ * running, and this code runs inside it)?
+ */
+bool
+sw_query_timeout_active(void)
+{
+	return query_timeout_id != MAX_TIMEOUTS && get_timeout_active(query_timeout_id);
+}
+
 static void
 exec_bounded(const char *what, const char *sql, int nargs, Oid *types, Datum *values,
 			 const char *nulls, int expected, Snapshot snapshot, DestReceiver *dest)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 
-	if (query_timeout_id != MAX_TIMEOUTS && get_timeout_active(query_timeout_id))
+	if (sw_query_timeout_active())
 	{
 		exec_with(sql, nargs, types, values, nulls, expected, snapshot, dest);
 		return;

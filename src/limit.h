@@ -19,6 +19,7 @@ extern void sw_limits_define_gucs(void);
 extern void sw_query_timeout_enable(void);
 extern void sw_query_timeout_disable(void);
 extern bool sw_query_timeout_fired(void);
+extern bool sw_query_timeout_active(void);
 extern const char *sw_query_timeout_string(void);
 extern void sw_spi_exec_bounded(const char *what, const char *sql, int nargs,
 								Oid *types, Datum *values, const char *nulls,

@@ -674,6 +674,16 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	}
 	if (stopped)
 		*caught_up = false;
+	/* a process() that catches up reads many batches: none is kept */
+	pfree(fetched);
+	pfree(per_part);
+	pfree(last_arrival);
+	pfree(first);
+	pfree(nrows);
+	pfree(truncated);
+	pfree(bound);
+	pfree(groupparts);
+	pfree(moment_held);
 	return n;
 }
 
@@ -761,6 +771,7 @@ close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets, bool upsert
 	SwStepEntry *outer_running;
 	bool		outer_upsert;
 	bool		again;
+	volatile bool armed_here = false;
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 
@@ -784,8 +795,17 @@ close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets, bool upsert
 		int64		refired;
 
 		sw_enter_role(def->owner, def->search_path, &qcx);
-		/* streamwm.query_timeout covers building, planning and running it */
-		sw_query_timeout_enable();
+
+		/*
+		 * streamwm.query_timeout covers building, planning and running it,
+		 * unless this step is nested in user code of an outer one (the
+		 * query's function, or an index predicate planned in a read, calls
+		 * process()): the outer step's timer runs on, and is neither reset
+		 * nor disarmed here, or user code could hold a step forever.
+		 */
+		armed_here = !sw_query_timeout_active();
+		if (armed_here)
+			sw_query_timeout_enable();
 		if (def->session)
 		{
 			/* session windows (session.c): those ending in (closed_until, W] */
@@ -815,7 +835,8 @@ close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets, bool upsert
 							1, &type, &value, NULL, SPI_OK_DELETE);
 			}
 		}
-		sw_query_timeout_disable();
+		if (armed_here)
+			sw_query_timeout_disable();
 		/* a timeout that fired just before it was disabled fails here */
 		CHECK_FOR_INTERRUPTS();
 		sw_leave_role(&qcx);
@@ -835,7 +856,8 @@ close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets, bool upsert
 		ErrorData  *edata;
 		bool		timed_out;
 
-		sw_query_timeout_disable();
+		if (armed_here)
+			sw_query_timeout_disable();
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
@@ -857,9 +879,10 @@ close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets, bool upsert
 
 		/*
 		 * Our own timeout is the query's fault: recorded and backed off like
-		 * any error.  Any other cancel, or a shutdown, is not: pass it on.
+		 * any error.  An outer step's timeout that fired in here, any other
+		 * cancel, or a shutdown is not: pass it on.
 		 */
-		timed_out = edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
+		timed_out = armed_here && edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
 			sw_query_timeout_fired();
 		if (timed_out)
 		{

@@ -773,7 +773,7 @@ ordered_upsert(SwQueryDef *def, SwStepEntry *e, Datum offsets, TimestampTz lo,
 
 		sw_step_entry_depends(e, sw_query_relids(sw_analyze_window_query(def->query)));
 		sw_check_statement_privileges(sql, 5, ordered_param_types);
-		sw_step_entry_set_statement(e, sql, 5, ordered_param_types, InvalidOid);
+		sw_step_entry_set_statement(e, sql, 5, ordered_param_types, InvalidOid, 0);
 	}
 	values[0] = Int64GetDatum(def->start_offset);
 	values[1] = offsets;
@@ -1024,7 +1024,7 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 		sw_step_entry_depends(e, sw_query_relids(sw_analyze_window_query(def->query)));
 		/* privileges before planning: see sw_check_statement_privileges */
 		sw_check_statement_privileges(sql, 3, general_param_types);
-		sw_step_entry_set_statement(e, sql, 3, general_param_types, InvalidOid);
+		sw_step_entry_set_statement(e, sql, 3, general_param_types, InvalidOid, 0);
 	}
 	/* closed windows first (they start at or before lo), then the closing */
 	starts = windows_to_refire(def, offsets, sw_refire_floor(def, lo), lo);

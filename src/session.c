@@ -530,7 +530,7 @@ prepare_reread(const SwQueryDef *def, SwStepEntry *e)
 		sw_step_entry_depends(e, sw_query_relids(sw_analyze_window_query(def->query)));
 		/* privileges before planning: see sw_check_statement_privileges */
 		sw_check_statement_privileges(sql, 6, session_param_types);
-		sw_step_entry_set_statement(e, sql, 6, session_param_types, InvalidOid);
+		sw_step_entry_set_statement(e, sql, 6, session_param_types, InvalidOid, 0);
 	}
 }
 
@@ -550,7 +550,7 @@ prepare_state(SwQueryDef *def, SwStepEntry *e, const PanePlan *pp, bool *rebuild
 		sw_step_entry_depends(e, sw_query_relids(sw_analyze_window_query(def->query)));
 		/* privileges before planning: see sw_check_statement_privileges */
 		sw_check_statement_privileges(sql, 8, state_param_types);
-		sw_step_entry_set_statement(e, sql, 8, state_param_types, def->pane_table);
+		sw_step_entry_set_statement(e, sql, 8, state_param_types, def->pane_table, 0);
 	}
 }
 

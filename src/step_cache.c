@@ -163,9 +163,9 @@ sw_step_entry_depends(SwStepEntry *e, List *relids)
 }
 
 static SPIPlanPtr
-keep_plan(const char *sql, int nparams, const Oid *types)
+keep_plan(const char *sql, int nparams, const Oid *types, int cursor_options)
 {
-	SPIPlanPtr	plan = SPI_prepare(sql, nparams, (Oid *) types);
+	SPIPlanPtr	plan = SPI_prepare_cursor(sql, nparams, (Oid *) types, cursor_options);
 
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -177,10 +177,13 @@ keep_plan(const char *sql, int nparams, const Oid *types)
 /*
  * Keep the statement a step of the entry's query runs, and its plan.  Any
  * plain-INSERT form of it (sw_step_entry_set_insert) is dropped.
+ * cursor_options: CURSOR_OPT_GENERIC_PLAN for a statement whose plan the
+ * caller makes under settings of its own (sw_step_entry_make_plans), 0 to
+ * let the plan cache choose.
  */
 void
 sw_step_entry_set_statement(SwStepEntry *e, const char *sql, int nparams, const Oid *types,
-							Oid pane_table)
+							Oid pane_table, int cursor_options)
 {
 	if (e->plan != NULL)
 		SPI_freeplan(e->plan);
@@ -190,7 +193,8 @@ sw_step_entry_set_statement(SwStepEntry *e, const char *sql, int nparams, const 
 	e->insert_plan = NULL;
 	e->insert_backoff = 0;
 	e->sql = MemoryContextStrdup(e->cxt, sql);
-	e->plan = keep_plan(sql, nparams, types);
+	e->cursor_options = cursor_options;
+	e->plan = keep_plan(sql, nparams, types, cursor_options);
 	e->statement_pane_table = pane_table;
 	if (OidIsValid(pane_table))
 		sw_step_entry_depends(e, list_make1_oid(pane_table));
@@ -204,7 +208,33 @@ void
 sw_step_entry_set_insert(SwStepEntry *e, const char *sql, int nparams, const Oid *types)
 {
 	Assert(e->plan != NULL && e->insert_plan == NULL);
-	e->insert_plan = keep_plan(sql, nparams, types);
+	e->insert_plan = keep_plan(sql, nparams, types, e->cursor_options);
+}
+
+/*
+ * Make the entry's generic plans now, if they are not made or no longer
+ * valid, under the planner settings the caller has set; the step then runs
+ * them as made (sw_step_entry_execute finds them valid) while the code the
+ * statement runs (the query's functions, and the plans they make and keep)
+ * runs under the session's settings.
+ */
+void
+sw_step_entry_make_plans(SwStepEntry *e)
+{
+	SPIPlanPtr	plans[2] = {e->plan, e->insert_plan};
+
+	Assert(e->cursor_options & CURSOR_OPT_GENERIC_PLAN);
+	for (int i = 0; i < lengthof(plans); i++)
+	{
+		CachedPlan *cplan;
+
+		if (plans[i] == NULL)
+			continue;
+		cplan = SPI_plan_get_cached_plan(plans[i]);
+		if (cplan == NULL)
+			elog(ERROR, "streamwm: planning the window statement failed");
+		ReleaseCachedPlan(cplan, CurrentResourceOwner);
+	}
 }
 
 /*

@@ -31,13 +31,16 @@ typedef struct SwStepEntry
 	Oid			statement_pane_table;	/* the pane table it was built for */
 	SPIPlanPtr	plan;			/* its plan, kept */
 	SPIPlanPtr	insert_plan;	/* its plain-INSERT form's, or NULL */
+	int			cursor_options; /* they were prepared with */
 	int			insert_backoff; /* steps left that use the upsert */
 } SwStepEntry;
 
 extern SwStepEntry *sw_step_entry(const SwQueryDef *def);
 extern void sw_step_entry_depends(SwStepEntry *e, List *relids);
 extern void sw_step_entry_set_statement(SwStepEntry *e, const char *sql, int nparams,
-										const Oid *types, Oid pane_table);
+										const Oid *types, Oid pane_table,
+										int cursor_options);
+extern void sw_step_entry_make_plans(SwStepEntry *e);
 
 extern void sw_step_entry_set_insert(SwStepEntry *e, const char *sql, int nparams,
 									 const Oid *types);
