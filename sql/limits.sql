@@ -172,6 +172,36 @@ SELECT streamwm.process('tn_outer');
 RESET streamwm.query_timeout;
 SELECT query, windows_emitted, last_error FROM streamwm.queries
  WHERE query IN ('tn_inner_q', 'tn_outer_q') ORDER BY 1;
+-- a query's code that runs process() of its own stream: refused (a second
+-- step of the stream would read the same rows again and count them twice);
+-- process() of all streams (the owner's) leaves that stream out
+CREATE ROLE regress_lim_dave;
+GRANT CREATE ON SCHEMA public TO regress_lim_dave;
+SET ROLE regress_lim_dave;
+CREATE FUNCTION lim_self(x int) RETURNS int LANGUAGE plpgsql AS
+  $$BEGIN PERFORM streamwm.process('public.ts'); RETURN x; END$$;
+CREATE FUNCTION lim_all(x int) RETURNS int LANGUAGE plpgsql AS
+  $$BEGIN PERFORM streamwm.process(); RETURN x; END$$;
+SELECT streamwm.create_stream('ts', 'v int');
+SELECT streamwm.create_query('ts_self', 'SELECT sum(lim_self(v)) AS s FROM ts',
+                             hop => '10 s', size => '10 s');
+SELECT streamwm.ingest('ts', '[{"v": 1}, {"v": 2}]', write_time => to_timestamp(1)),
+       streamwm.ingest('ts', '{"v": 3}', write_time => to_timestamp(20));
+SELECT streamwm.process('ts');
+SELECT query, windows_emitted, last_error FROM streamwm.queries WHERE query = 'ts_self';
+SELECT streamwm.drop_query('ts_self');
+SELECT streamwm.create_query('ts_all', 'SELECT sum(lim_all(v)) AS s FROM ts',
+                             hop => '10 s', size => '10 s', start_from => 'earliest');
+SELECT streamwm.process('ts');
+SELECT query, windows_emitted, last_error FROM streamwm.queries WHERE query = 'ts_all';
+SELECT window_start, s FROM ts_all;
+SELECT events FROM streamwm.streams WHERE stream = 'ts'::regclass;
+SELECT streamwm.drop_stream('ts', cascade => true);
+DROP TABLE ts_self, ts_all;
+DROP FUNCTION lim_self(int), lim_all(int);
+RESET ROLE;
+REVOKE CREATE ON SCHEMA public FROM regress_lim_dave;
+DROP ROLE regress_lim_dave;
 -- the pane plan's statement is planned with enable_seqscan and enable_sort
 -- off (pane.c); the query's own code runs with the session's settings
 CREATE FUNCTION lim_settings(x int) RETURNS int LANGUAGE plpgsql AS

@@ -1308,6 +1308,18 @@ chain_promise(Oid relid, Snapshot snapshot)
 }
 
 /*
+ * The streams whose step this backend is running.  User code a step runs
+ * (a query's function, the stream owner's index or policy code) may call
+ * process(); of another stream that is a nested step, but a second step of
+ * the same stream would read the same rows again (events counted twice)
+ * and save its state under the outer one.
+ */
+static List *steps_running = NIL;
+
+static int64 process_stream_once(Oid relid, TimestampTz now, bool from_worker,
+								 int64 max_rows);
+
+/*
  * One step on one stream; see the file header.  The caller is connected to
  * SPI.  With max_rows > 0 at most about that many rows are read (a worker
  * tick); otherwise every committed row is.  A worker (from_worker) skips a
@@ -1316,6 +1328,40 @@ chain_promise(Oid relid, Snapshot snapshot)
  */
 int64
 sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
+{
+	int64		events;
+	MemoryContext old;
+
+	if (list_member_oid(steps_running, relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stream %s is already being processed in this session",
+						sw_relation_name(relid)),
+				 errdetail("streamwm.process() was called from code that a step of the same stream runs (a query's function, or the stream owner's index or policy code).")));
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	steps_running = lappend_oid(steps_running, relid);
+	MemoryContextSwitchTo(old);
+	PG_TRY();
+	{
+		events = process_stream_once(relid, now, from_worker, max_rows);
+	}
+	PG_FINALLY();
+	{
+		steps_running = list_delete_last(steps_running);
+	}
+	PG_END_TRY();
+	return events;
+}
+
+/* Is a step of this stream running in this backend (sw_process_stream)? */
+static bool
+step_running(Oid relid)
+{
+	return list_member_oid(steps_running, relid);
+}
+
+static int64
+process_stream_once(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 {
 	SwStreamClock clock;
 	int64		retention_us;
@@ -1493,6 +1539,14 @@ process_impl(PG_FUNCTION_ARGS)
 		{
 			ereport(NOTICE,
 					(errmsg("stream %s is not processed: this transaction wrote into it",
+							sw_relation_name(lfirst_oid(lc)))));
+			continue;
+		}
+		/* ... and those whose step runs the code that called this */
+		if (PG_ARGISNULL(0) && step_running(lfirst_oid(lc)))
+		{
+			ereport(NOTICE,
+					(errmsg("stream %s is not processed: its step is running in this session",
 							sw_relation_name(lfirst_oid(lc)))));
 			continue;
 		}
