@@ -1295,6 +1295,19 @@ sw_stream_forces_rls(Oid relid)
 }
 
 /*
+ * Has the planner statistics of this stream (an ANALYZE stored them; read
+ * on its sw_event_time)?  Without them its estimates are a few hundred
+ * rows whatever its size.
+ */
+bool
+sw_stream_has_statistics(Oid relid)
+{
+	return SearchSysCacheExists3(STATRELATTINH, ObjectIdGetDatum(relid),
+								 Int16GetDatum(get_attnum(relid, "sw_event_time")),
+								 BoolGetDatum(false));
+}
+
+/*
  * streamwm_internal._validate_as_owner(tab regclass, conname name): VALIDATE
  * CONSTRAINT of a user's foreign key as the owner of its table, in a
  * security-restricted operation.  Only the update from 0.1 calls it (and

@@ -62,6 +62,7 @@ extern Oid	sw_distributed_stream_in_schema(Oid nspid);
 extern void sw_not_a_stream(Oid relid) pg_attribute_noreturn();
 extern Oid	sw_check_stream_manager(Oid relid, bool lock);
 extern bool sw_stream_forces_rls(Oid relid);
+extern bool sw_stream_has_statistics(Oid relid);
 extern void sw_enter_role(Oid role, const char *search_path, SwRoleContext *cx);
 extern void sw_leave_role(SwRoleContext *cx);
 extern void *sw_try_as_role(Oid role, void *(*fn) (void *arg), void *arg,

@@ -852,9 +852,7 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	if (!SearchSysCacheExists3(STATRELATTINH, ObjectIdGetDatum(def->stream),
-							   Int16GetDatum(get_attnum(def->stream, "sw_event_time")),
-							   BoolGetDatum(false)))
+	if (!sw_stream_has_statistics(def->stream))
 		(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 	sw_step_entry_make_plans(e);

@@ -328,7 +328,6 @@ typedef struct FetchedRow
 typedef struct FetchReceiver
 {
 	DestReceiver pub;
-	MemoryContext cxt;			/* where rows live */
 	const char *relname;
 	int			npartitions;
 	FetchedRow *rows;
@@ -545,7 +544,6 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	recv.pub.rShutdown = fetch_shutdown;
 	recv.pub.rDestroy = fetch_destroy;
 	recv.pub.mydest = DestNone;
-	recv.cxt = CurrentMemoryContext;
 	recv.relname = relname;
 	recv.npartitions = np;
 	recv.cap = 1024;
@@ -1089,9 +1087,7 @@ summarize_new_ranges(Oid stream, Oid relid, Oid owner, const char *relname)
 	 * never analysed (autovacuum has not come yet) gets sequential scans.
 	 * ANALYZE it once; autovacuum keeps the statistics after that.
 	 */
-	if (!SearchSysCacheExists3(STATRELATTINH, ObjectIdGetDatum(relid),
-							   Int16GetDatum(get_attnum(relid, "sw_event_time")),
-							   BoolGetDatum(false)))
+	if (!sw_stream_has_statistics(relid))
 		sw_spi_exec_bounded(psprintf("analyzing stream %s", relname),
 							psprintf("ANALYZE %s", relname),
 							0, NULL, NULL, NULL, SPI_OK_UTILITY, InvalidSnapshot);
@@ -1319,6 +1315,13 @@ static List *steps_running = NIL;
 static int64 process_stream_once(Oid relid, TimestampTz now, bool from_worker,
 								 int64 max_rows);
 
+/* Is a step of this stream running in this backend (sw_process_stream)? */
+static bool
+step_running(Oid relid)
+{
+	return list_member_oid(steps_running, relid);
+}
+
 /*
  * One step on one stream; see the file header.  The caller is connected to
  * SPI.  With max_rows > 0 at most about that many rows are read (a worker
@@ -1332,7 +1335,7 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	int64		events;
 	MemoryContext old;
 
-	if (list_member_oid(steps_running, relid))
+	if (step_running(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("stream %s is already being processed in this session",
@@ -1351,13 +1354,6 @@ sw_process_stream(Oid relid, TimestampTz now, bool from_worker, int64 max_rows)
 	}
 	PG_END_TRY();
 	return events;
-}
-
-/* Is a step of this stream running in this backend (sw_process_stream)? */
-static bool
-step_running(Oid relid)
-{
-	return list_member_oid(steps_running, relid);
 }
 
 static int64

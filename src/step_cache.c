@@ -293,7 +293,6 @@ sw_step_insert_set_marks(SwStepEntry *running, bool upsert)
 	use_upsert = upsert;
 }
 
-
 /*
  * After an error in a query's step: was it its plain INSERT's, and a
  * unique_violation or exclusion_violation ('conflict')?  Then the upsert is

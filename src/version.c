@@ -147,10 +147,12 @@ sw_require_extension_version_slow(void)
 		 * An update in progress: ALTER EXTENSION UPDATE runs the script of
 		 * each step with extversion already set to that step's target, so
 		 * a script that calls a C function (0.1--0.2 plans every query
-		 * with _upgrade_query) finds an intermediate version.  Only the
-		 * extension's own scripts run then, with this library; the C code
-		 * of this version must work on the catalog each earlier step
-		 * leaves (0.2's and 0.3's catalog tables are the same).
+		 * with _upgrade_query) finds an intermediate version.  Only a
+		 * superuser runs the extension's scripts (and what they call: a
+		 * query's casts and functions, as _upgrade_query plans it), with
+		 * this library; the C code of this version must work on the
+		 * catalog each earlier step leaves (0.2's and 0.3's catalog tables
+		 * are the same).
 		 */
 		if (creating_extension &&
 			CurrentExtensionObject == get_extension_oid("streamwm", true))
