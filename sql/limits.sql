@@ -203,10 +203,14 @@ RESET ROLE;
 REVOKE CREATE ON SCHEMA public FROM regress_lim_dave;
 DROP ROLE regress_lim_dave;
 -- the pane plan's statement is planned with enable_seqscan and enable_sort
--- off (pane.c); the query's own code runs with the session's settings
+-- off (pane.c); the query's own code runs with the session's settings,
+-- except work_mem: a step's statements run with streamwm.work_mem (limit.c)
+SET work_mem = '1MB';
+SET streamwm.work_mem = '20MB';
 CREATE FUNCTION lim_settings(x int) RETURNS int LANGUAGE plpgsql AS
-  $$BEGIN RAISE NOTICE 'in the step: enable_seqscan %, enable_sort %',
-      current_setting('enable_seqscan'), current_setting('enable_sort'); RETURN x; END$$;
+  $$BEGIN RAISE NOTICE 'in the step: enable_seqscan %, enable_sort %, work_mem %',
+      current_setting('enable_seqscan'), current_setting('enable_sort'),
+      current_setting('work_mem'); RETURN x; END$$;
 SELECT streamwm.create_stream('tg', 'v int');
 SELECT streamwm.create_query('tg_q', 'SELECT sum(lim_settings(v)) AS s FROM tg',
                              hop => '10 s', size => '10 s');
@@ -214,7 +218,15 @@ SELECT streamwm.ingest('tg', '{"v": 1}', write_time => to_timestamp(1)),
        streamwm.ingest('tg', '{"v": 3}', write_time => to_timestamp(20));
 SELECT streamwm.process('tg');
 SELECT window_start, s FROM tg_q;
-SELECT current_setting('enable_seqscan') AS after_seqscan, current_setting('enable_sort') AS after_sort;
+SELECT current_setting('enable_seqscan') AS after_seqscan, current_setting('enable_sort') AS after_sort,
+       current_setting('work_mem') AS after_work_mem;
+-- -1: the session's work_mem
+SET streamwm.work_mem = -1;
+SELECT streamwm.ingest('tg', '{"v": 5}', write_time => to_timestamp(40));
+SELECT streamwm.process('tg');
+SELECT window_start, s FROM tg_q ORDER BY 1;
+RESET streamwm.work_mem;
+RESET work_mem;
 
 -- ---------------------------------------------------------------------
 -- Privileges are checked before planning: an IMMUTABLE function the

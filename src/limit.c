@@ -20,6 +20,9 @@
  *								 the step, which the worker retries with
  *								 backoff (sw_spi_exec_bounded);
  *	 streamwm.max_windows_per_row  create_query refuses size/hop above it;
+ *	 streamwm.work_mem			 the work_mem a query's statements in a step
+ *								 run with, as autovacuum_work_mem is for
+ *								 VACUUM (sw_step_memory_enter/leave);
  *	 'earliest' after retention	 where a new 'earliest' query starts so that
  *								 it never overwrites a complete window with a
  *								 partial one (SPEC section 8).
@@ -60,6 +63,7 @@ PG_FUNCTION_INFO_V1(streamwm_earliest_closed_until);
 int			sw_query_timeout_ms = 30000;
 int			sw_max_windows_per_row = 10000;
 int			sw_max_groups_per_window = 1000000;
+int			sw_step_work_mem_kb = 65536;
 
 /* our timeout, MAX_TIMEOUTS until registered in this backend */
 static TimeoutId query_timeout_id = MAX_TIMEOUTS;
@@ -95,6 +99,42 @@ sw_limits_define_gucs(void)
 							1000000, 0, INT_MAX,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("streamwm.work_mem",
+							"work_mem of a query's statements in a processing step.",
+							"A step's fold and combine hash and sort as many groups as "
+							"its windows have; with the default work_mem they spill to "
+							"disk past a few tens of thousands. -1 uses work_mem.",
+							&sw_step_work_mem_kb,
+							65536, -1, MAX_KILOBYTES,
+							PGC_SUSET, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+}
+
+/*
+ * Run what follows, until sw_step_memory_leave(), with work_mem =
+ * streamwm.work_mem (unless it is -1).  An error in between undoes it with
+ * the caller's subtransaction.  Returns the GUC nest level to leave.
+ */
+int
+sw_step_memory_enter(void)
+{
+	int			nestlevel = NewGUCNestLevel();
+
+	if (sw_step_work_mem_kb > 0)
+	{
+		char		buf[32];
+
+		snprintf(buf, sizeof(buf), "%d", Max(sw_step_work_mem_kb, 64));
+		(void) set_config_option("work_mem", buf, PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
+	return nestlevel;
+}
+
+void
+sw_step_memory_leave(int nestlevel)
+{
+	AtEOXact_GUC(true, nestlevel);
 }
 
 /*

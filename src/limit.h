@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  * limit.h
  *	  Limits on what one role's query may cost: the query timeout, the
- *	  privilege check before planning, windows per row.
+ *	  privilege check before planning, windows per row, a step's work_mem.
  *-------------------------------------------------------------------------
  */
 #ifndef STREAMWM_LIMIT_H
@@ -14,8 +14,11 @@
 extern int	sw_query_timeout_ms;
 extern int	sw_max_windows_per_row;
 extern int	sw_max_groups_per_window;
+extern int	sw_step_work_mem_kb;
 
 extern void sw_limits_define_gucs(void);
+extern int	sw_step_memory_enter(void);
+extern void sw_step_memory_leave(int nestlevel);
 extern void sw_query_timeout_enable(void);
 extern void sw_query_timeout_disable(void);
 extern bool sw_query_timeout_fired(void);

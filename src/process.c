@@ -791,6 +791,7 @@ close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets, bool upsert
 		int64		windows;
 		int64		rows;
 		int64		refired;
+		int			memlevel;
 
 		sw_enter_role(def->owner, def->search_path, &qcx);
 
@@ -804,6 +805,7 @@ close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets, bool upsert
 		armed_here = !sw_query_timeout_active();
 		if (armed_here)
 			sw_query_timeout_enable();
+		memlevel = sw_step_memory_enter();
 		if (def->session)
 		{
 			/* session windows (session.c): those ending in (closed_until, W] */
@@ -833,6 +835,7 @@ close_windows_once(SwQueryDef *def, TimestampTz upto, Datum offsets, bool upsert
 							1, &type, &value, NULL, SPI_OK_DELETE);
 			}
 		}
+		sw_step_memory_leave(memlevel);
 		if (armed_here)
 			sw_query_timeout_disable();
 		/* a timeout that fired just before it was disabled fails here */
