@@ -142,6 +142,21 @@ SELECT streamwm.ingest_lines('bulk', (SELECT string_agg(jsonb_build_object('id',
         CASE WHEN i = 1234 THEN NULL ELSE to_timestamp(i) END)::text, E'\n' ORDER BY i)
       FROM generate_series(1, 1500) i));
 SELECT count(*) FROM bulk;
+-- Objects of other key sets between rows of one (ingest() reuses the last
+-- object's columns while its keys repeat), {}, a refused or unknown key
+-- after keys seen before (the row is named), numbers into numeric(5,2)
+-- rounded and refused as numeric_in would
+SELECT streamwm.create_stream('shapes', 'a int, b numeric(5,2), c text DEFAULT ''d''');
+SELECT streamwm.ingest('shapes', '[{"a": 1, "b": 1.234}, {"a": 2, "b": 2}, {}, {"a": 3},
+                                   {"b": 3.5, "a": 4, "c": "x"}, {"a": 5, "b": null}, {"a": 6, "b": 6}]');
+SELECT a, b, c FROM shapes ORDER BY sw_offset;
+SELECT streamwm.ingest('shapes', '[{"a": 7, "b": 1}, {"a": 8, "b": 1, "sw_offset": 9}]');
+SELECT streamwm.ingest('shapes', '[{"a": 7, "b": 1}, {"a": 8, "bb": 1}]');
+SELECT streamwm.ingest('shapes', '{"a": 10, "b": 123.456}');
+SELECT streamwm.ingest('shapes', '{"a": 11, "b": 1e10}');
+SELECT streamwm.ingest('shapes', '[{"a": 12, "b": 1}, {"a": 13.5, "b": 1}]');
+SELECT a, b FROM shapes WHERE a >= 7 ORDER BY sw_offset;
+SELECT streamwm.drop_stream('shapes');
 -- An error says where in its CONTEXT, and shows no frame of streamwm's own:
 -- the user's trigger (one that fires after sw_ingest, which counts the rows)
 -- keeps its line, the INSERT streamwm runs has none, and

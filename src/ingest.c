@@ -84,6 +84,7 @@
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/timestamp.h"
@@ -1091,6 +1092,17 @@ typedef struct IngestCall
 	Datum	   *values;			/* by attnum - 1 */
 	bool	   *isnull;
 	int64		stored;
+	/* by attnum - 1: each column's input function, looked up once a call */
+	FmgrInfo   *infunc;
+	Oid		   *inparam;
+	bool	   *inready;
+	/* the keys of the previous object, in order, and their columns */
+	int			nkeys;
+	int			maxkeys;
+	char	  **keys;
+	int		   *keylens;
+	AttrNumber *keyatts;
+	struct InsertShape *last_shape; /* of the previous object, if it had keys */
 	/* while a batch is being inserted: */
 	InsertShape *flushing;
 	uint64		calls_before;
@@ -1191,10 +1203,9 @@ json_array_literal(StringInfo buf, JsonbContainer *container)
 
 /* Convert one JSON value to a Datum of the column's type. */
 static Datum
-json_to_datum(JsonbValue *v, Form_pg_attribute att, bool *isnull)
+json_to_datum(IngestCall *call, JsonbValue *v, Form_pg_attribute att, bool *isnull)
 {
-	Oid			typinput;
-	Oid			typioparam;
+	int			i = att->attnum - 1;
 	char	   *str;
 
 	*isnull = false;
@@ -1215,6 +1226,10 @@ json_to_datum(JsonbValue *v, Form_pg_attribute att, bool *isnull)
 				str = pnstrdup(v->val.string.val, v->val.string.len);
 				break;
 			case jbvNumeric:
+				/* numeric_in(numeric_out(x)) with a typmod is numeric(x, typmod) */
+				if (att->atttypid == NUMERICOID)
+					return DirectFunctionCall2(numeric, NumericGetDatum(v->val.numeric),
+											   Int32GetDatum(att->atttypmod));
 				str = DatumGetCString(DirectFunctionCall1(numeric_out,
 														   NumericGetDatum(v->val.numeric)));
 				break;
@@ -1242,8 +1257,15 @@ json_to_datum(JsonbValue *v, Form_pg_attribute att, bool *isnull)
 				elog(ERROR, "unexpected JSON value type %d", (int) v->type);
 		}
 	}
-	getTypeInputInfo(att->atttypid, &typinput, &typioparam);
-	return OidInputFunctionCall(typinput, str, typioparam, att->atttypmod);
+	if (!call->inready[i])
+	{
+		Oid			typinput;
+
+		getTypeInputInfo(att->atttypid, &typinput, &call->inparam[i]);
+		fmgr_info(typinput, &call->infunc[i]);
+		call->inready[i] = true;
+	}
+	return InputFunctionCall(&call->infunc[i], str, call->inparam[i], att->atttypmod);
 }
 
 /*
@@ -1257,7 +1279,7 @@ json_to_datum_reported(IngestCall *call, JsonbValue *v, Form_pg_attribute att,
 	Datum		result;
 
 	call->column = NameStr(att->attname);
-	result = json_to_datum(v, att, isnull);
+	result = json_to_datum(call, v, att, isnull);
 	call->column = NULL;
 	return result;
 }
@@ -1317,7 +1339,7 @@ insert_shape(IngestCall *call, Bitmapset *columns)
 		shape->elmbyval = palloc(shape->nparams * sizeof(bool));
 		shape->elmalign = palloc(shape->nparams * sizeof(char));
 		shape->elmtype = palloc(shape->nparams * sizeof(Oid));
-		appendStringInfoString(&sql, ") SELECT * FROM ROWS FROM (");
+		appendStringInfoString(&sql, ") SELECT ");
 		for (i = 0; i < shape->nparams; i++)
 		{
 			shape->values[i] = palloc(SW_INGEST_BATCH * sizeof(Datum));
@@ -1328,7 +1350,6 @@ insert_shape(IngestCall *call, Bitmapset *columns)
 			appendStringInfo(&sql, "%spg_catalog.unnest($%d)", i > 0 ? ", " : "", i + 1);
 			types[i] = get_array_type(types[i]);
 		}
-		appendStringInfoChar(&sql, ')');
 	}
 	else
 	{
@@ -1379,6 +1400,34 @@ flush_batch(IngestCall *call)
 	pfree(params);
 }
 
+/* The n-th key of the object at hand is key, of column attno. */
+static void
+remember_key(IngestCall *call, int n, char *key, AttrNumber attno)
+{
+	if (n >= call->maxkeys)
+	{
+		int			max = Max(8, n * 2);
+
+		if (call->maxkeys == 0)
+		{
+			call->keys = palloc(max * sizeof(char *));
+			call->keylens = palloc(max * sizeof(int));
+			call->keyatts = palloc(max * sizeof(AttrNumber));
+		}
+		else
+		{
+			call->keys = repalloc(call->keys, max * sizeof(char *));
+			call->keylens = repalloc(call->keylens, max * sizeof(int));
+			call->keyatts = repalloc(call->keyatts, max * sizeof(AttrNumber));
+		}
+		call->maxkeys = max;
+	}
+	call->keys[n] = key;
+	call->keylens[n] = strlen(key);
+	call->keyatts[n] = attno;
+	call->nkeys = n + 1;
+}
+
 /* Store one JSON object as one row of the stream. */
 static void
 ingest_object(IngestCall *call, JsonbContainer *obj)
@@ -1394,6 +1443,8 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 	AttrNumber	att_partition = call->att_partition;
 	AttrNumber	att_write_time = call->att_write_time;
 	int			rc;
+	int			nkey;
+	bool		same = true;	/* every key as in the previous object */
 
 	if (!JsonContainerIsObject(obj))
 		ereport(ERROR,
@@ -1402,6 +1453,7 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 				 errmsg("row is not a JSON object")));
 
 	it = JsonbIteratorInit(obj);
+	nkey = 0;
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
 		char	   *key;
@@ -1410,6 +1462,24 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 
 		if (tok != WJB_KEY)
 			continue;
+
+		/*
+		 * jsonb keeps an object's keys in one order, so the objects of an
+		 * array of one shape give the same key at the same place: the
+		 * previous object's column, checked below when it was looked up.
+		 */
+		if (nkey < call->nkeys && call->keylens[nkey] == v.val.string.len &&
+			memcmp(call->keys[nkey], v.val.string.val, v.val.string.len) == 0)
+		{
+			attno = call->keyatts[nkey++];
+			att = TupleDescAttr(tupdesc, attno - 1);
+			tok = JsonbIteratorNext(&it, &v, true);
+			Assert(tok == WJB_VALUE);
+			call->values[attno - 1] = json_to_datum_reported(call, &v, att,
+															 &call->isnull[attno - 1]);
+			continue;
+		}
+		same = false;
 		key = pnstrdup(v.val.string.val, v.val.string.len);
 		attno = attnameAttNum(call->rel, key, false);
 		if (attno <= 0)
@@ -1430,34 +1500,47 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("\"%s\" is given both as an argument and in the row",
 							key)));
+		remember_key(call, nkey++, key, attno);
 
 		tok = JsonbIteratorNext(&it, &v, true);
 		Assert(tok == WJB_VALUE);
 		call->values[attno - 1] = json_to_datum_reported(call, &v, att,
 														 &call->isnull[attno - 1]);
-		columns = bms_add_member(columns, attno);
 	}
+	/* call->keyatts[0 .. nkey) are this object's columns */
+	same = same && nkey > 0 && nkey == call->nkeys && call->last_shape != NULL;
+	call->nkeys = nkey;
+	for (int i = 0; i < nkey && !same; i++)
+		columns = bms_add_member(columns, call->keyatts[i]);
 	if (call->have_partition)
 	{
-		columns = bms_add_member(columns, att_partition);
+		if (!same)
+			columns = bms_add_member(columns, att_partition);
 		call->values[att_partition - 1] = Int32GetDatum(call->partition);
 		call->isnull[att_partition - 1] = false;
 	}
 	if (call->have_write_time)
 	{
-		columns = bms_add_member(columns, att_write_time);
+		if (!same)
+			columns = bms_add_member(columns, att_write_time);
 		call->values[att_write_time - 1] = TimestampTzGetDatum(call->write_time);
 		call->isnull[att_write_time - 1] = false;
 	}
 
-	if (columns == NULL)
+	if (same)
+		shape = call->last_shape;	/* the previous object's keys */
+	else
 	{
-		/* {} stores a row of defaults */
-		columns = bms_add_member(columns, att_partition);
-		call->values[att_partition - 1] = (Datum) 0;
-		call->isnull[att_partition - 1] = true;
+		if (columns == NULL)
+		{
+			/* {} stores a row of defaults */
+			columns = bms_add_member(columns, att_partition);
+			call->values[att_partition - 1] = (Datum) 0;
+			call->isnull[att_partition - 1] = true;
+		}
+		shape = insert_shape(call, columns);
+		call->last_shape = nkey > 0 ? shape : NULL;
 	}
-	shape = insert_shape(call, columns);
 	if (shape->batched)
 	{
 		if (call->pending != shape)
@@ -1530,6 +1613,9 @@ ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, bool lines)
 	}
 	call->values = palloc0(RelationGetDescr(call->rel)->natts * sizeof(Datum));
 	call->isnull = palloc0(RelationGetDescr(call->rel)->natts * sizeof(bool));
+	call->infunc = palloc0(RelationGetDescr(call->rel)->natts * sizeof(FmgrInfo));
+	call->inparam = palloc0(RelationGetDescr(call->rel)->natts * sizeof(Oid));
+	call->inready = palloc0(RelationGetDescr(call->rel)->natts * sizeof(bool));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	/* our INSERT statements resolve no name outside pg_catalog */
