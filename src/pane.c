@@ -868,13 +868,21 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 	 * fold by itself, and sorts the combine's input, which with sorts off
 	 * it hashed and then sorted: 2,000,000 bids at size/hop 60
 	 * (bench/nexmark.sh, after VACUUM ANALYZE) took 36 s instead of 31.
-	 * The settings hold only while the (generic) plans are made: the user's
+	 * Materialize too: the step's rows are read per partition of the
+	 * parameter array, estimated at 10 partitions, and with a work_mem that
+	 * holds the estimated rows (streamwm.work_mem's 64MB) the planner read
+	 * them once into a Materialize node for the 10 rescans instead of
+	 * hashing the array; with one partition it only copied 2,000,000 rows
+	 * (bench/nexmark.sh size/hop 5, 6.6 s with work_mem 4MB, 9.7 s with
+	 * 64MB).  The settings hold only while the (generic) plans are made: the user's
 	 * code the statement runs, and the plans it makes and keeps, see the
 	 * session's.  (With plan_cache_mode = force_custom_plan the step plans
 	 * its statement again as it runs, under the session's settings.)
 	 */
 	nestlevel = NewGUCNestLevel();
 	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("enable_material", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	if (!sw_stream_has_statistics(def->stream))
 		(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
