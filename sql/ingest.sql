@@ -157,6 +157,24 @@ SELECT streamwm.ingest('shapes', '{"a": 11, "b": 1e10}');
 SELECT streamwm.ingest('shapes', '[{"a": 12, "b": 1}, {"a": 13.5, "b": 1}]');
 SELECT a, b FROM shapes WHERE a >= 7 ORDER BY sw_offset;
 SELECT streamwm.drop_stream('shapes');
+-- A trigger that swaps two columns' names in the middle of a call: the rows
+-- after it go to the columns of their keys' names, as the first rows did
+SELECT streamwm.create_stream('rn', 'x int, y text');
+CREATE FUNCTION rn_swap() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF to_jsonb(NEW) ->> 'x' = '1000' THEN
+    ALTER TABLE public.rn RENAME x TO tmp;
+    ALTER TABLE public.rn RENAME y TO x;
+    ALTER TABLE public.rn RENAME tmp TO y;
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER rn_swap AFTER INSERT ON rn FOR EACH ROW EXECUTE FUNCTION rn_swap();
+SELECT streamwm.ingest('rn', (SELECT jsonb_agg(jsonb_build_object('x', i, 'y', (i * 10)::text) ORDER BY i)
+                             FROM generate_series(1, 1003) i));
+SELECT x, y, pg_typeof(x) FROM rn ORDER BY sw_offset OFFSET 998;
+SELECT streamwm.drop_stream('rn');
+DROP FUNCTION rn_swap();
 -- An error says where in its CONTEXT, and shows no frame of streamwm's own:
 -- the user's trigger (one that fires after sw_ingest, which counts the rows)
 -- keeps its line, the INSERT streamwm runs has none, and

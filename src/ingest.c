@@ -142,6 +142,7 @@ typedef struct IngestCacheEntry
 {
 	Oid			relid;			/* hash key */
 	IngestState *state;			/* NULL until built */
+	uint64		changes;		/* relcache invalidations of the stream seen */
 } IngestCacheEntry;
 
 static HTAB *ingest_cache = NULL;
@@ -165,9 +166,39 @@ ingest_cache_invalidate(Datum arg, Oid relid)
 	hash_seq_init(&status, ingest_cache);
 	while ((entry = hash_seq_search(&status)) != NULL)
 	{
-		if ((relid == InvalidOid || entry->relid == relid) && entry->state != NULL)
-			entry->state->valid = false;
+		if (relid == InvalidOid || entry->relid == relid)
+		{
+			entry->changes++;
+			if (entry->state != NULL)
+				entry->state->valid = false;
+		}
 	}
+}
+
+/* The cache entry of a stream, made if need be; it is never removed. */
+static IngestCacheEntry *
+ingest_cache_entry(Oid relid)
+{
+	IngestCacheEntry *cached;
+	bool		found;
+
+	if (ingest_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(IngestCacheEntry);
+		ingest_cache = hash_create("streamwm ingest cache", 16, &ctl,
+								   HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(ingest_cache_invalidate, (Datum) 0);
+	}
+	cached = hash_search(ingest_cache, &relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		cached->state = NULL;
+		cached->changes = 0;
+	}
+	return cached;
 }
 
 /*
@@ -529,19 +560,7 @@ ingest_state(Relation rel, Trigger *trigger)
 	MemoryContext cxt;
 	bool		found;
 
-	if (ingest_cache == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(IngestCacheEntry);
-		ingest_cache = hash_create("streamwm ingest cache", 16, &ctl,
-								   HASH_ELEM | HASH_BLOBS);
-		CacheRegisterRelcacheCallback(ingest_cache_invalidate, (Datum) 0);
-	}
-	cached = hash_search(ingest_cache, &relid, HASH_ENTER, &found);
-	if (!found)
-		cached->state = NULL;
+	cached = ingest_cache_entry(relid);
 	if (cached->state != NULL && cached->state->valid)
 		return cached->state;
 
@@ -1078,6 +1097,13 @@ typedef struct InsertShape
 typedef struct IngestCall
 {
 	Relation	rel;
+	IngestCacheEntry *cache;	/* the stream's: counts its changes */
+	uint64		changes_seen;	/* cache->changes when the shapes were made */
+	MemoryContext cxt;			/* of the call: keys, functions */
+	MemoryContext shapecxt;		/* the shapes */
+	MemoryContext rowcxt;		/* rows not inserted yet: JSON and values */
+	int			natts;
+	int			rows_in_cxt;
 	bool		lines;			/* ingest_lines(): rowno is a line number */
 	int			rowno;			/* 1-based; 0 while no row is at hand */
 	const char *column;			/* column being converted, or NULL */
@@ -1262,7 +1288,7 @@ json_to_datum(IngestCall *call, JsonbValue *v, Form_pg_attribute att, bool *isnu
 		Oid			typinput;
 
 		getTypeInputInfo(att->atttypid, &typinput, &call->inparam[i]);
-		fmgr_info(typinput, &call->infunc[i]);
+		fmgr_info_cxt(typinput, &call->infunc[i], call->cxt);
 		call->inready[i] = true;
 	}
 	return InputFunctionCall(&call->infunc[i], str, call->inparam[i], att->atttypmod);
@@ -1294,6 +1320,7 @@ insert_shape(IngestCall *call, Bitmapset *columns)
 	int			attno = -1;
 	int			i = 0;
 	TupleDesc	tupdesc = RelationGetDescr(call->rel);
+	MemoryContext old;
 
 	foreach(lc, call->shapes)
 	{
@@ -1301,6 +1328,8 @@ insert_shape(IngestCall *call, Bitmapset *columns)
 		if (bms_equal(shape->columns, columns))
 			return shape;
 	}
+
+	old = MemoryContextSwitchTo(call->shapecxt);
 
 	shape = palloc0(sizeof(InsertShape));
 	shape->columns = bms_copy(columns);
@@ -1364,6 +1393,7 @@ insert_shape(IngestCall *call, Bitmapset *columns)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql.data,
 			 SPI_result_code_string(SPI_result));
 	call->shapes = lappend(call->shapes, shape);
+	MemoryContextSwitchTo(old);
 	return shape;
 }
 
@@ -1400,6 +1430,47 @@ flush_batch(IngestCall *call)
 	pfree(params);
 }
 
+/*
+ * The stream changed since the shapes were made (a trigger renamed its
+ * columns, say): the rows waiting go in as they were read, and the columns
+ * are looked up again by name from the next row on.  Any invalidation of
+ * the stream's relcache entry counts, ANALYZE's included: it costs no more
+ * than new plans.
+ */
+static void
+forget_shapes(IngestCall *call)
+{
+	ListCell   *lc;
+
+	flush_batch(call);
+	foreach(lc, call->shapes)
+		SPI_freeplan(((InsertShape *) lfirst(lc))->plan);
+	call->shapes = NIL;
+	MemoryContextReset(call->shapecxt);
+	call->last_shape = NULL;
+	call->nkeys = 0;
+	memset(call->inready, 0, call->natts * sizeof(bool));
+	call->changes_seen = call->cache->changes;
+}
+
+/*
+ * Before a row is read.  A row's JSON and its values are kept until its
+ * batch is inserted (a numeric value may point into the JSON); when no row
+ * waits, their memory is freed, and it never holds more than two batches.
+ */
+static void
+start_row(IngestCall *call)
+{
+	if (call->pending != NULL && call->rows_in_cxt >= 2 * SW_INGEST_BATCH)
+		flush_batch(call);
+	if (call->pending == NULL)
+	{
+		MemoryContextReset(call->rowcxt);
+		call->rows_in_cxt = 0;
+	}
+	call->rows_in_cxt++;
+}
+
 /* The n-th key of the object at hand is key, of column attno. */
 static void
 remember_key(IngestCall *call, int n, char *key, AttrNumber attno)
@@ -1410,19 +1481,23 @@ remember_key(IngestCall *call, int n, char *key, AttrNumber attno)
 
 		if (call->maxkeys == 0)
 		{
-			call->keys = palloc(max * sizeof(char *));
-			call->keylens = palloc(max * sizeof(int));
-			call->keyatts = palloc(max * sizeof(AttrNumber));
+			call->keys = MemoryContextAllocZero(call->cxt, max * sizeof(char *));
+			call->keylens = MemoryContextAlloc(call->cxt, max * sizeof(int));
+			call->keyatts = MemoryContextAlloc(call->cxt, max * sizeof(AttrNumber));
 		}
 		else
 		{
 			call->keys = repalloc(call->keys, max * sizeof(char *));
+			memset(call->keys + call->maxkeys, 0,
+				   (max - call->maxkeys) * sizeof(char *));
 			call->keylens = repalloc(call->keylens, max * sizeof(int));
 			call->keyatts = repalloc(call->keyatts, max * sizeof(AttrNumber));
 		}
 		call->maxkeys = max;
 	}
-	call->keys[n] = key;
+	if (call->keys[n] != NULL)
+		pfree(call->keys[n]);
+	call->keys[n] = MemoryContextStrdup(call->cxt, key);
 	call->keylens[n] = strlen(key);
 	call->keyatts[n] = attno;
 	call->nkeys = n + 1;
@@ -1445,13 +1520,20 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 	int			rc;
 	int			nkey;
 	bool		same = true;	/* every key as in the previous object */
+	MemoryContext old;
 
+	if (call->cache->changes != call->changes_seen)
+	{
+		forget_shapes(call);
+		tupdesc = RelationGetDescr(call->rel);
+	}
 	if (!JsonContainerIsObject(obj))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 call->lines ? errmsg("line is not a JSON object") :
 				 errmsg("row is not a JSON object")));
 
+	old = MemoryContextSwitchTo(call->rowcxt);
 	it = JsonbIteratorInit(obj);
 	nkey = 0;
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
@@ -1482,6 +1564,11 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 		same = false;
 		key = pnstrdup(v.val.string.val, v.val.string.len);
 		attno = attnameAttNum(call->rel, key, false);
+		if (attno > call->natts)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("stream %s was altered while streamwm.ingest stored into it",
+							RelationGetRelationName(call->rel))));
 		if (attno <= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
@@ -1554,7 +1641,7 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 		shape->rownos[shape->nrows++] = call->rowno;
 		if (shape->nrows == SW_INGEST_BATCH)
 			flush_batch(call);
-		bms_free(columns);
+		MemoryContextSwitchTo(old);
 		return;
 	}
 	flush_batch(call);
@@ -1569,7 +1656,7 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "streamwm ingest: INSERT failed: %s", SPI_result_code_string(rc));
 	call->stored += SPI_processed;
-	bms_free(columns);
+	MemoryContextSwitchTo(old);
 }
 
 /* Common start of ingest() and ingest_lines(): argument checks. */
@@ -1616,8 +1703,16 @@ ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, bool lines)
 	call->infunc = palloc0(RelationGetDescr(call->rel)->natts * sizeof(FmgrInfo));
 	call->inparam = palloc0(RelationGetDescr(call->rel)->natts * sizeof(Oid));
 	call->inready = palloc0(RelationGetDescr(call->rel)->natts * sizeof(bool));
+	call->natts = RelationGetDescr(call->rel)->natts;
+	call->cache = ingest_cache_entry(relid);
+	call->changes_seen = call->cache->changes;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	call->cxt = CurrentMemoryContext;	/* SPI's, until SPI_finish */
+	call->shapecxt = AllocSetContextCreate(call->cxt, "streamwm ingest shapes",
+										   ALLOCSET_SMALL_SIZES);
+	call->rowcxt = AllocSetContextCreate(call->cxt, "streamwm ingest rows",
+										 ALLOCSET_DEFAULT_SIZES);
 	/* our INSERT statements resolve no name outside pg_catalog */
 	call->guc_nestlevel = sw_enter_safe_path();
 }
@@ -1666,8 +1761,13 @@ ingest_impl(PG_FUNCTION_ARGS)
 
 		for (int i = 0; i < n; i++)
 		{
-			JsonbValue *elem = getIthJsonbValueFromContainer(&rows->root, i);
+			JsonbValue *elem;
+			MemoryContext old;
 
+			start_row(&call);
+			old = MemoryContextSwitchTo(call.rowcxt);
+			elem = getIthJsonbValueFromContainer(&rows->root, i);
+			MemoryContextSwitchTo(old);
 			call.rowno = i + 1;
 			if (elem->type != jbvBinary)
 				ereport(ERROR,
@@ -1725,6 +1825,7 @@ ingest_lines_impl(PG_FUNCTION_ARGS)
 		char	   *next = strchr(line, '\n');
 		char	   *p;
 		Jsonb	   *jb;
+		MemoryContext old;
 
 		if (next != NULL)
 			*next++ = '\0';
@@ -1739,7 +1840,10 @@ ingest_lines_impl(PG_FUNCTION_ARGS)
 			continue;
 		}
 		call.rowno = lineno;	/* the error context names the line */
+		start_row(&call);
+		old = MemoryContextSwitchTo(call.rowcxt);
 		jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(line)));
+		MemoryContextSwitchTo(old);
 		if (!JB_ROOT_IS_OBJECT(jb))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
