@@ -225,6 +225,10 @@ SET streamwm.work_mem = -1;
 SELECT streamwm.ingest('tg', '{"v": 5}', write_time => to_timestamp(40));
 SELECT streamwm.process('tg');
 SELECT window_start, s FROM tg_q ORDER BY 1;
+-- 0, as any value below work_mem's least, is 64kB
+SET streamwm.work_mem = 0;
+SELECT streamwm.ingest('tg', '{"v": 7}', write_time => to_timestamp(60));
+SELECT streamwm.process('tg');
 RESET streamwm.work_mem;
 RESET work_mem;
 

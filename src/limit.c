@@ -112,15 +112,16 @@ sw_limits_define_gucs(void)
 
 /*
  * Run what follows, until sw_step_memory_leave(), with work_mem =
- * streamwm.work_mem (unless it is -1).  An error in between undoes it with
- * the caller's subtransaction.  Returns the GUC nest level to leave.
+ * streamwm.work_mem (unless it is -1; below 64kB counts as 64kB, work_mem's
+ * least).  An error in between undoes it with the caller's subtransaction.
+ * Returns the GUC nest level to leave.
  */
 int
 sw_step_memory_enter(void)
 {
 	int			nestlevel = NewGUCNestLevel();
 
-	if (sw_step_work_mem_kb > 0)
+	if (sw_step_work_mem_kb >= 0)
 	{
 		char		buf[32];
 
