@@ -56,9 +56,13 @@
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/paths.h"
+#include "optimizer/planner.h"
 #include "parser/parse_func.h"
 #include "parser/parse_oper.h"
 #include "parser/parsetree.h"
@@ -802,6 +806,96 @@ static const Oid pane_param_types[SW_PANE_NPARAMS] = {INT8OID, INT8ARRAYOID, TIM
 INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID};
 
 /*
+ * The fold hashed.  A fold groups the step's rows by pane and key: far
+ * fewer groups than rows (200,000 Nexmark bids: 17,260), which a hash
+ * aggregate keeps in memory where a sort orders every row.  The planner
+ * cannot see it: the pane is an expression, so it counts one group per row,
+ * and with the stream's statistics it sorted (one process() of 200,000
+ * bids, size/hop 1: statement 205 ms sorted, 141 ms hashed; a 2,000,000-row
+ * backlog sorted on disk).  The combine must stay as the planner likes it:
+ * it groups nearly as many rows as it has, and its output is ordered for
+ * the result's key anyway (hashing it then sorting cost more).  So while a
+ * pane statement is planned, the grouping of its fold, and only that, is
+ * planned with enable_sort off: from when the fold's FROM has its paths
+ * (set_rel_pathlist_hook) until its grouping paths are made
+ * (create_upper_paths_hook).  The fold is the query level whose first
+ * output is sw_pane and that has a GROUP BY (pane_statement).  The setting
+ * is made at the caller's GUC nest level, which an error or the end of
+ * planning undoes.
+ */
+static set_rel_pathlist_hook_type prev_rel_pathlist_hook = NULL;
+static create_upper_paths_hook_type prev_upper_paths_hook = NULL;
+static PlannerInfo *fold_root = NULL;	/* whose grouping is being planned */
+static bool fold_saved_enable_sort;
+
+static bool
+is_fold(PlannerInfo *root)
+{
+	Query	   *q = root->parse;
+	TargetEntry *first;
+
+	if (q->commandType != CMD_SELECT || q->groupClause == NIL || q->targetList == NIL)
+		return false;
+	first = linitial_node(TargetEntry, q->targetList);
+	return first->resname != NULL && strcmp(first->resname, "sw_pane") == 0;
+}
+
+static void
+set_enable_sort(bool on)
+{
+	(void) set_config_option("enable_sort", on ? "on" : "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+static void
+fold_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *rte)
+{
+	if (prev_rel_pathlist_hook)
+		prev_rel_pathlist_hook(root, rel, rti, rte);
+	if (fold_root == NULL && is_fold(root))
+	{
+		fold_root = root;
+		fold_saved_enable_sort = enable_sort;
+		set_enable_sort(false);
+	}
+}
+
+static void
+fold_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
+				 RelOptInfo *output_rel, void *extra)
+{
+	if (prev_upper_paths_hook)
+		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
+	if (stage == UPPERREL_GROUP_AGG && root == fold_root)
+	{
+		set_enable_sort(fold_saved_enable_sort);
+		fold_root = NULL;
+	}
+}
+
+/* Make the plans of a pane statement, its fold hashed (above). */
+static void
+make_pane_plans(SwStepEntry *e)
+{
+	prev_rel_pathlist_hook = set_rel_pathlist_hook;
+	prev_upper_paths_hook = create_upper_paths_hook;
+	set_rel_pathlist_hook = fold_rel_pathlist;
+	create_upper_paths_hook = fold_upper_paths;
+	fold_root = NULL;
+	PG_TRY();
+	{
+		sw_step_entry_make_plans(e);
+	}
+	PG_FINALLY();
+	{
+		set_rel_pathlist_hook = prev_rel_pathlist_hook;
+		create_upper_paths_hook = prev_upper_paths_hook;
+		fold_root = NULL;
+	}
+	PG_END_TRY();
+}
+
+/*
  * Run a step of a pane-plan query: fold, keep, combine and upsert the
  * windows starting in (lo, hi], delete the panes no open window needs, and
  * record how far the query folded.  As the query's owner.
@@ -858,16 +952,8 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 	 * 6,000,000 rows with nothing new to read.  The query's FROM is the
 	 * stream alone (refusal()): no join of the user's loses by this, and
 	 * the rest the statement reads (pane table, late log, the result's key)
-	 * it reads by index.  Sorts too, while the stream has no statistics:
-	 * with those estimates the fold sorted the step's rows (external merge
-	 * past work_mem) where a hash aggregate keeps only the groups (the
-	 * aggregates declare SSPACE since 0.3, or it spilled too); callgrind of
-	 * one process() of 200,000 Nexmark bids, size/hop 5: 2,580 M
-	 * instructions with sorts, 1,802 M without.  Once the stream has
-	 * statistics (an ANALYZE makes the plans again) the planner hashes the
-	 * fold by itself, and sorts the combine's input, which with sorts off
-	 * it hashed and then sorted: 2,000,000 bids at size/hop 60
-	 * (bench/nexmark.sh, after VACUUM ANALYZE) took 36 s instead of 31.
+	 * it reads by index.  The fold's grouping is planned with sorts off
+	 * (make_pane_plans).
 	 * Materialize too: the step's rows are read per partition of the
 	 * parameter array, estimated at 10 partitions, and with a work_mem that
 	 * holds the estimated rows (streamwm.work_mem's 64MB) the planner read
@@ -884,10 +970,7 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 							 GUC_ACTION_SAVE, true, 0, false);
 	(void) set_config_option("enable_material", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	if (!sw_stream_has_statistics(def->stream))
-		(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	sw_step_entry_make_plans(e);
+	make_pane_plans(e);
 	AtEOXact_GUC(true, nestlevel);
 	sw_step_entry_execute(e, def->name, values, nulls);
 	*windows = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
