@@ -30,7 +30,7 @@ SELECT relowner = (SELECT relowner FROM pg_class WHERE oid = 'streamwm.stream_de
        AS log_is_catalogs,
        (SELECT relowner::regrole FROM pg_class WHERE oid = 'so'::regclass) AS stream_owner
   FROM pg_class WHERE oid = :'log'::regclass;
-SELECT nodeport, result AS log_shard_owners FROM run_command_on_workers($$
+SELECT rank() OVER (ORDER BY nodeport) AS worker, result AS log_shard_owners FROM run_command_on_workers($$
     SELECT string_agg(DISTINCT relowner::regrole::text, ', ') || ' (catalog: ' ||
            (SELECT relowner::regrole::text FROM pg_class
              WHERE oid = 'streamwm.stream_def'::regclass) || ')'
