@@ -231,6 +231,33 @@ SELECT streamwm.ingest('tg', '{"v": 7}', write_time => to_timestamp(60));
 SELECT streamwm.process('tg');
 RESET streamwm.work_mem;
 RESET work_mem;
+-- User code run while a step's statement is planned (an IMMUTABLE function
+-- the planner folds) may step another stream, whose statement is planned
+-- inside the first: each plans its own fold (pane.c, make_pane_plans)
+SELECT streamwm.create_stream('nest_b', 'k int, v int');
+SELECT streamwm.create_query('nest_bq', 'SELECT k, count(*) AS n FROM nest_b GROUP BY k',
+                             hop => '1 s', size => '2 s');
+SELECT streamwm.create_stream('nest_a', 'k int, v int');
+CREATE FUNCTION nest_step(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN PERFORM streamwm.process('public.nest_b'::regclass, now => to_timestamp(1000)); RETURN $1; END $$;
+SELECT streamwm.create_query('nest_aq',
+         'SELECT k, count(*) AS n FROM nest_a WHERE v > public.nest_step(0) GROUP BY k',
+         hop => '1 s', size => '2 s');
+SELECT sum(streamwm.ingest('nest_b', jsonb_build_object('k', i % 3, 'v', i), write_time => to_timestamp(i))),
+       sum(streamwm.ingest('nest_a', jsonb_build_object('k', i % 3, 'v', i), write_time => to_timestamp(i)))
+  FROM generate_series(41, 60) i;
+-- a new session, whose first step plans the statements
+\c
+SET TimeZone = 'UTC';
+SET DateStyle = 'ISO, YMD';
+SELECT streamwm.process('nest_a', now => to_timestamp(1000));
+SELECT streamwm.process('nest_b', now => to_timestamp(1000));
+SELECT count(*) AS windows, sum(n) AS counted FROM nest_aq
+UNION ALL SELECT count(*), sum(n) FROM nest_bq;
+SELECT current_setting('enable_sort') AS enable_sort_after;
+SELECT streamwm.drop_query('nest_aq', true), streamwm.drop_query('nest_bq', true);
+SELECT streamwm.drop_stream('nest_a'), streamwm.drop_stream('nest_b');
+DROP FUNCTION nest_step(int);
 
 -- ---------------------------------------------------------------------
 -- Privileges are checked before planning: an IMMUTABLE function the

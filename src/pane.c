@@ -825,6 +825,7 @@ INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID};
  */
 static set_rel_pathlist_hook_type prev_rel_pathlist_hook = NULL;
 static create_upper_paths_hook_type prev_upper_paths_hook = NULL;
+static bool fold_planning = false;	/* make_pane_plans is running */
 static PlannerInfo *fold_root = NULL;	/* whose grouping is being planned */
 static bool fold_saved_enable_sort;
 
@@ -852,7 +853,7 @@ fold_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti, RangeTblEntry *
 {
 	if (prev_rel_pathlist_hook)
 		prev_rel_pathlist_hook(root, rel, rti, rte);
-	if (fold_root == NULL && is_fold(root))
+	if (fold_planning && fold_root == NULL && is_fold(root))
 	{
 		fold_root = root;
 		fold_saved_enable_sort = enable_sort;
@@ -866,21 +867,36 @@ fold_upper_paths(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_r
 {
 	if (prev_upper_paths_hook)
 		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
-	if (stage == UPPERREL_GROUP_AGG && root == fold_root)
+	if (fold_planning && stage == UPPERREL_GROUP_AGG && root == fold_root)
 	{
 		set_enable_sort(fold_saved_enable_sort);
 		fold_root = NULL;
 	}
 }
 
-/* Make the plans of a pane statement, its fold hashed (above). */
+/* _PG_init: the hooks are installed once, and act only in make_pane_plans */
+void
+sw_pane_init(void)
+{
+	prev_rel_pathlist_hook = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = fold_rel_pathlist;
+	prev_upper_paths_hook = create_upper_paths_hook;
+	create_upper_paths_hook = fold_upper_paths;
+}
+
+/*
+ * Make the plans of a pane statement, its fold hashed (above).  User code
+ * run while they are planned may step another stream, whose statement is
+ * planned inside this one's: each level keeps its own fold.
+ */
 static void
 make_pane_plans(SwStepEntry *e)
 {
-	prev_rel_pathlist_hook = set_rel_pathlist_hook;
-	prev_upper_paths_hook = create_upper_paths_hook;
-	set_rel_pathlist_hook = fold_rel_pathlist;
-	create_upper_paths_hook = fold_upper_paths;
+	bool		outer_planning = fold_planning;
+	PlannerInfo *outer_root = fold_root;
+	bool		outer_saved = fold_saved_enable_sort;
+
+	fold_planning = true;
 	fold_root = NULL;
 	PG_TRY();
 	{
@@ -888,9 +904,9 @@ make_pane_plans(SwStepEntry *e)
 	}
 	PG_FINALLY();
 	{
-		set_rel_pathlist_hook = prev_rel_pathlist_hook;
-		create_upper_paths_hook = prev_upper_paths_hook;
-		fold_root = NULL;
+		fold_planning = outer_planning;
+		fold_root = outer_root;
+		fold_saved_enable_sort = outer_saved;
 	}
 	PG_END_TRY();
 }

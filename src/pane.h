@@ -48,6 +48,7 @@ extern char *sw_state_columns(const PanePlan *pp, const char *prefix, bool lead_
 extern void sw_ensure_pane_table(SwQueryDef *def, const PanePlan *pp, bool *rebuild);
 extern void sw_record_panes(SwQueryDef *def, const PanePlan *pp, Datum folded);
 extern char *sw_pane_statement(const SwQueryDef *def, const PanePlan *pp);
+extern void sw_pane_init(void);
 extern void sw_pane_upsert_windows(SwQueryDef *def, struct SwStepEntry *e, Datum offsets,
 								   TimestampTz lo, TimestampTz hi, int64 *windows,
 								   int64 *rows, int64 *refired);

@@ -20,6 +20,7 @@
 #include "citus.h"
 #include "commit_order.h"
 #include "limit.h"
+#include "pane.h"
 #include "worker.h"
 #include "worker_coord.h"
 
@@ -58,6 +59,7 @@ _PG_init(void)
 
 	sw_commit_order_init();
 	sw_citus_init();
+	sw_pane_init();
 	prev_ProcessUtility = ProcessUtility_hook;
 	ProcessUtility_hook = sw_process_utility;
 
