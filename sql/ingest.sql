@@ -175,6 +175,23 @@ SELECT streamwm.ingest('rn', (SELECT jsonb_agg(jsonb_build_object('x', i, 'y', (
 SELECT x, y, pg_typeof(x) FROM rn ORDER BY sw_offset OFFSET 998;
 SELECT streamwm.drop_stream('rn');
 DROP FUNCTION rn_swap();
+-- ... also when the row after the rename was read before it: its other
+-- keys flushed the rows before it (firing the trigger), and it is read again
+SELECT streamwm.create_stream('rc', 'x int, y text');
+CREATE FUNCTION rc_swap() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF to_jsonb(NEW) ->> 'x' = '1' THEN
+    ALTER TABLE public.rc RENAME x TO tmp;
+    ALTER TABLE public.rc RENAME y TO x;
+    ALTER TABLE public.rc RENAME tmp TO y;
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER rc_swap AFTER INSERT ON rc FOR EACH ROW EXECUTE FUNCTION rc_swap();
+SELECT streamwm.ingest('rc', '[{"x": 1, "y": "a"}, {"y": "30"}, {"x": "b", "y": 3}]');
+SELECT x, y FROM rc ORDER BY sw_offset;
+SELECT streamwm.drop_stream('rc');
+DROP FUNCTION rc_swap();
 -- An error says where in its CONTEXT, and shows no frame of streamwm's own:
 -- the user's trigger (one that fires after sw_ingest, which counts the rows)
 -- keeps its line, the INSERT streamwm runs has none, and

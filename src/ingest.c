@@ -1432,10 +1432,13 @@ flush_batch(IngestCall *call)
 
 /*
  * The stream changed since the shapes were made (a trigger renamed its
- * columns, say): the rows waiting go in as they were read, and the columns
- * are looked up again by name from the next row on.  Any invalidation of
- * the stream's relcache entry counts, ANALYZE's included: it costs no more
- * than new plans.
+ * columns, say): the columns are looked up again by name, for the row at
+ * hand too (ingest_object reads it again).  The rows waiting, read before,
+ * go in by the columns their INSERT was planned with, as the rows of one
+ * INSERT or COPY statement do when a trigger renames columns in the middle
+ * of it (one batch is one statement).  Any invalidation of the stream's
+ * relcache entry counts, ANALYZE's included: it costs no more than new
+ * plans.
  */
 static void
 forget_shapes(IngestCall *call)
@@ -1522,11 +1525,6 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 	bool		same = true;	/* every key as in the previous object */
 	MemoryContext old;
 
-	if (call->cache->changes != call->changes_seen)
-	{
-		forget_shapes(call);
-		tupdesc = RelationGetDescr(call->rel);
-	}
 	if (!JsonContainerIsObject(obj))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -1534,6 +1532,20 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 				 errmsg("row is not a JSON object")));
 
 	old = MemoryContextSwitchTo(call->rowcxt);
+
+	/*
+	 * Read again from here when inserting the rows before this one changed
+	 * the stream (a trigger renamed a column): this row's keys name the
+	 * columns as they are now.
+	 */
+restart:
+	if (call->cache->changes != call->changes_seen)
+	{
+		forget_shapes(call);
+		tupdesc = RelationGetDescr(call->rel);
+	}
+	same = true;
+	columns = NULL;
 	it = JsonbIteratorInit(obj);
 	nkey = 0;
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
@@ -1631,7 +1643,11 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 	if (shape->batched)
 	{
 		if (call->pending != shape)
+		{
 			flush_batch(call);
+			if (call->cache->changes != call->changes_seen)
+				goto restart;
+		}
 		call->pending = shape;
 		for (int i = 0; i < shape->nparams; i++)
 		{
@@ -1645,6 +1661,8 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 		return;
 	}
 	flush_batch(call);
+	if (call->cache->changes != call->changes_seen)
+		goto restart;
 	params = palloc(shape->nparams * sizeof(Datum));
 	nulls = palloc(shape->nparams * sizeof(char));
 	for (int i = 0; i < shape->nparams; i++)
