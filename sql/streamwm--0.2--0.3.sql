@@ -19,3 +19,32 @@ CREATE OR REPLACE AGGREGATE streamwm_internal.merge(bytea, oid) (
 CREATE OR REPLACE AGGREGATE streamwm_internal.combine(bytea, oid, anyelement) (
     SFUNC = streamwm_internal._combine_sfunc, STYPE = internal, SSPACE = 128,
     FINALFUNC = streamwm_internal._combine_ffunc, FINALFUNC_EXTRA);
+
+-- 'latest' starts after the highest committed offset (the commit log), not
+-- the sequence's last value: a transaction open at create_query and
+-- committing after it was dropped (see streamwm--0.3.sql).
+CREATE OR REPLACE FUNCTION streamwm_internal._start_offset(stream regclass, start_from text)
+RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    start_at bigint := 0;
+    has_rows boolean;
+BEGIN
+    IF start_from = 'latest' AND EXISTS (SELECT 1 FROM streamwm.stream_def d
+                                          WHERE d.stream OPERATOR(pg_catalog.=) _start_offset.stream
+                                            AND d.rows_table IS NOT NULL) THEN
+        -- a distributed stream's offsets come from each node's range of its
+        -- sequence: one offset cannot tell the rows written from now on
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', stream) INTO has_rows;
+        IF has_rows THEN
+            RAISE EXCEPTION 'start_from => ''latest'' is not supported on distributed stream % once it has rows', stream
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = 'Its offsets come from a range of its sequence on each node.',
+                      HINT = 'Use start_from => ''earliest'', or create the query before the first row.';
+        END IF;
+    ELSIF start_from = 'latest' THEN
+        start_at := coalesce((SELECT max(e.hi) FROM streamwm.commit_log e
+                               WHERE e.stream OPERATOR(pg_catalog.=) _start_offset.stream), 0);
+    END IF;
+    RETURN start_at;
+END $$;

@@ -804,13 +804,22 @@ $$;
 CREATE FUNCTION streamwm_internal._set_result_retention(name text, result regclass, result_retention interval)
     RETURNS regclass AS 'MODULE_PATHNAME', 'streamwm_set_result_retention' LANGUAGE C;
 
--- A new query's start offset: 'latest', only rows that get their offset
--- after this point; 'earliest', every retained row.
+-- A new query's start offset.  'earliest': every retained row.  'latest':
+-- the rows that arrive from now on (SPEC sections 3 and 5: a row arrives
+-- when its transaction commits), so the start is the highest offset
+-- committed so far: every committed row is at or below the hi of its
+-- commit-log entry, and steps keep each partition's newest entry.  A
+-- transaction still open now, committing later, either took offsets above
+-- that or is renumbered above its partition's newest entry when it
+-- commits (commit_order.c); with several partitions, one whose offsets lie
+-- between its partition's newest entry and the stream's highest one is
+-- neither, and is not seen.  (The sequence's last value, used before,
+-- also dropped the rows of a transaction open now and committing later
+-- with nothing committed meanwhile.)
 CREATE FUNCTION streamwm_internal._start_offset(stream regclass, start_from text)
 RETURNS bigint
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    seq      regclass;
     start_at bigint := 0;
     has_rows boolean;
 BEGIN
@@ -827,13 +836,8 @@ BEGIN
                       HINT = 'Use start_from => ''earliest'', or create the query before the first row.';
         END IF;
     ELSIF start_from = 'latest' THEN
-        seq := (SELECT objid FROM pg_depend
-                 WHERE refclassid = 'pg_class'::regclass AND refobjid = stream
-                   AND classid = 'pg_class'::regclass AND deptype = 'a'
-                   AND objid IN (SELECT oid FROM pg_class WHERE relkind = 'S')
-                 LIMIT 1);
-        EXECUTE format('SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM %s', seq)
-            INTO start_at;
+        start_at := coalesce((SELECT max(e.hi) FROM streamwm.commit_log e
+                               WHERE e.stream OPERATOR(pg_catalog.=) _start_offset.stream), 0);
     END IF;
     RETURN start_at;
 END $$;
