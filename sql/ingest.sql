@@ -192,6 +192,19 @@ SELECT streamwm.ingest('rc', '[{"x": 1, "y": "a"}, {"y": "30"}, {"x": "b", "y": 
 SELECT x, y FROM rc ORDER BY sw_offset;
 SELECT streamwm.drop_stream('rc');
 DROP FUNCTION rc_swap();
+-- ... but a stream changed by reading a row (a domain's CHECK that runs a
+-- GRANT) does not make the row be read again and again
+CREATE FUNCTION gi_check(int) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN EXECUTE 'GRANT SELECT ON public.gi TO PUBLIC'; RETURN true; END $$;
+CREATE DOMAIN gi_int AS int CHECK (gi_check(VALUE));
+SELECT streamwm.create_stream('gi', 'x gi_int, y text');
+SET statement_timeout = '60s';
+SELECT streamwm.ingest('gi', '[{"x": 1, "y": "a"}, {"y": "b"}, {"x": 3}]');
+RESET statement_timeout;
+SELECT x, y FROM gi ORDER BY sw_offset;
+SELECT streamwm.drop_stream('gi');
+DROP DOMAIN gi_int;
+DROP FUNCTION gi_check(int);
 -- An error says where in its CONTEXT, and shows no frame of streamwm's own:
 -- the user's trigger (one that fires after sw_ingest, which counts the rows)
 -- keeps its line, the INSERT streamwm runs has none, and

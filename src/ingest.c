@@ -1536,7 +1536,10 @@ ingest_object(IngestCall *call, JsonbContainer *obj)
 	/*
 	 * Read again from here when inserting the rows before this one changed
 	 * the stream (a trigger renamed a column): this row's keys name the
-	 * columns as they are now.
+	 * columns as they are now.  Only a change that inserting made counts
+	 * (reading a row may change the stream too, a domain's CHECK that runs
+	 * a GRANT: the row is not read forever), and only once: that insert has
+	 * emptied the batch.
 	 */
 restart:
 	if (call->cache->changes != call->changes_seen)
@@ -1644,8 +1647,10 @@ restart:
 	{
 		if (call->pending != shape)
 		{
+			uint64		before = call->cache->changes;
+
 			flush_batch(call);
-			if (call->cache->changes != call->changes_seen)
+			if (call->cache->changes != before)
 				goto restart;
 		}
 		call->pending = shape;
@@ -1660,9 +1665,13 @@ restart:
 		MemoryContextSwitchTo(old);
 		return;
 	}
-	flush_batch(call);
-	if (call->cache->changes != call->changes_seen)
-		goto restart;
+	{
+		uint64		before = call->cache->changes;
+
+		flush_batch(call);
+		if (call->cache->changes != before)
+			goto restart;
+	}
 	params = palloc(shape->nparams * sizeof(Datum));
 	nulls = palloc(shape->nparams * sizeof(char));
 	for (int i = 0; i < shape->nparams; i++)
