@@ -205,6 +205,21 @@ SELECT x, y FROM gi ORDER BY sw_offset;
 SELECT streamwm.drop_stream('gi');
 DROP DOMAIN gi_int;
 DROP FUNCTION gi_check(int);
+-- A trigger's own ingest() into the stream does not move the count that
+-- names the failing row of the call it fired in (row 4, not row 7)
+SELECT streamwm.create_stream('ne', 'x int CHECK (x < 100), y text');
+CREATE FUNCTION ne_trig() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.x = 2 AND NEW.y IS NULL THEN
+    PERFORM streamwm.ingest('public.ne', '[{"x": 10, "y": "n"}, {"x": 11, "y": "n"}, {"x": 12, "y": "n"}]');
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER ne_trig BEFORE INSERT ON ne FOR EACH ROW EXECUTE FUNCTION ne_trig();
+SELECT streamwm.ingest('ne', '[{"x": 1}, {"x": 2}, {"x": 3}, {"x": 400}, {"x": 5}, {"x": 6}]');
+SELECT count(*) FROM ne;
+SELECT streamwm.drop_stream('ne');
+DROP FUNCTION ne_trig();
 -- An error says where in its CONTEXT, and shows no frame of streamwm's own:
 -- the user's trigger (one that fires after sw_ingest, which counts the rows)
 -- keeps its line, the INSERT streamwm runs has none, and

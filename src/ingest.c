@@ -1132,6 +1132,7 @@ typedef struct IngestCall
 	/* while a batch is being inserted: */
 	InsertShape *flushing;
 	uint64		calls_before;
+	uint64		filled_at_begin;	/* rows_filled when the call began */
 	int			guc_nestlevel;	/* of the safe search_path */
 } IngestCall;
 
@@ -1731,6 +1732,7 @@ ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, bool lines)
 	call->inparam = palloc0(RelationGetDescr(call->rel)->natts * sizeof(Oid));
 	call->inready = palloc0(RelationGetDescr(call->rel)->natts * sizeof(bool));
 	call->natts = RelationGetDescr(call->rel)->natts;
+	call->filled_at_begin = rows_filled;
 	call->cache = ingest_cache_entry(relid);
 	call->changes_seen = call->cache->changes;
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -1748,6 +1750,11 @@ static int64
 ingest_end(IngestCall *call)
 {
 	flush_batch(call);
+	/*
+	 * A call made by a trigger while another call's batch is inserted: its
+	 * rows must not move the other's count (which names the failing row).
+	 */
+	rows_filled = call->filled_at_begin;
 	sw_leave_safe_path(call->guc_nestlevel);
 	SPI_finish();
 	table_close(call->rel, NoLock);
