@@ -159,39 +159,31 @@ SELECT a, b FROM shapes WHERE a >= 7 ORDER BY sw_offset;
 SELECT streamwm.drop_stream('shapes');
 -- A trigger that swaps two columns' names in the middle of a call: the rows
 -- after it go to the columns of their keys' names, as the first rows did
+-- (swap_xy(v): at the row whose x is v, its table's x and y swap names)
 SELECT streamwm.create_stream('rn', 'x int, y text');
-CREATE FUNCTION rn_swap() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION swap_xy() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE t text := format('%I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME);
 BEGIN
-  IF to_jsonb(NEW) ->> 'x' = '1000' THEN
-    ALTER TABLE public.rn RENAME x TO tmp;
-    ALTER TABLE public.rn RENAME y TO x;
-    ALTER TABLE public.rn RENAME tmp TO y;
+  IF to_jsonb(NEW) ->> 'x' = TG_ARGV[0] THEN
+    EXECUTE format('ALTER TABLE %s RENAME x TO tmp', t);
+    EXECUTE format('ALTER TABLE %s RENAME y TO x', t);
+    EXECUTE format('ALTER TABLE %s RENAME tmp TO y', t);
   END IF;
   RETURN NULL;
 END $$;
-CREATE TRIGGER rn_swap AFTER INSERT ON rn FOR EACH ROW EXECUTE FUNCTION rn_swap();
+CREATE TRIGGER rn_swap AFTER INSERT ON rn FOR EACH ROW EXECUTE FUNCTION swap_xy('1000');
 SELECT streamwm.ingest('rn', (SELECT jsonb_agg(jsonb_build_object('x', i, 'y', (i * 10)::text) ORDER BY i)
                              FROM generate_series(1, 1003) i));
 SELECT x, y, pg_typeof(x) FROM rn ORDER BY sw_offset OFFSET 998;
 SELECT streamwm.drop_stream('rn');
-DROP FUNCTION rn_swap();
 -- ... also when the row after the rename was read before it: its other
 -- keys flushed the rows before it (firing the trigger), and it is read again
 SELECT streamwm.create_stream('rc', 'x int, y text');
-CREATE FUNCTION rc_swap() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF to_jsonb(NEW) ->> 'x' = '1' THEN
-    ALTER TABLE public.rc RENAME x TO tmp;
-    ALTER TABLE public.rc RENAME y TO x;
-    ALTER TABLE public.rc RENAME tmp TO y;
-  END IF;
-  RETURN NULL;
-END $$;
-CREATE TRIGGER rc_swap AFTER INSERT ON rc FOR EACH ROW EXECUTE FUNCTION rc_swap();
+CREATE TRIGGER rc_swap AFTER INSERT ON rc FOR EACH ROW EXECUTE FUNCTION swap_xy('1');
 SELECT streamwm.ingest('rc', '[{"x": 1, "y": "a"}, {"y": "30"}, {"x": "b", "y": 3}]');
 SELECT x, y FROM rc ORDER BY sw_offset;
 SELECT streamwm.drop_stream('rc');
-DROP FUNCTION rc_swap();
+DROP FUNCTION swap_xy();
 -- ... but a stream changed by reading a row (a domain's CHECK that runs a
 -- GRANT) does not make the row be read again and again
 CREATE FUNCTION gi_check(int) RETURNS boolean LANGUAGE plpgsql AS $$

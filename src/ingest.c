@@ -1457,6 +1457,16 @@ forget_shapes(IngestCall *call)
 	call->changes_seen = call->cache->changes;
 }
 
+/* Insert the pending batch; did that change the stream (a trigger)? */
+static bool
+flush_changed_stream(IngestCall *call)
+{
+	uint64		before = call->cache->changes;
+
+	flush_batch(call);
+	return call->cache->changes != before;
+}
+
 /*
  * Before a row is read.  A row's JSON and its values are kept until its
  * batch is inserted (a numeric value may point into the JSON); when no row
@@ -1646,14 +1656,8 @@ restart:
 	}
 	if (shape->batched)
 	{
-		if (call->pending != shape)
-		{
-			uint64		before = call->cache->changes;
-
-			flush_batch(call);
-			if (call->cache->changes != before)
-				goto restart;
-		}
+		if (call->pending != shape && flush_changed_stream(call))
+			goto restart;
 		call->pending = shape;
 		for (int i = 0; i < shape->nparams; i++)
 		{
@@ -1666,13 +1670,8 @@ restart:
 		MemoryContextSwitchTo(old);
 		return;
 	}
-	{
-		uint64		before = call->cache->changes;
-
-		flush_batch(call);
-		if (call->cache->changes != before)
-			goto restart;
-	}
+	if (flush_changed_stream(call))
+		goto restart;
 	params = palloc(shape->nparams * sizeof(Datum));
 	nulls = palloc(shape->nparams * sizeof(char));
 	for (int i = 0; i < shape->nparams; i++)
@@ -1726,12 +1725,12 @@ ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, bool lines)
 		call->have_write_time = true;
 		call->write_time = PG_GETARG_TIMESTAMPTZ(3);
 	}
-	call->values = palloc0(RelationGetDescr(call->rel)->natts * sizeof(Datum));
-	call->isnull = palloc0(RelationGetDescr(call->rel)->natts * sizeof(bool));
-	call->infunc = palloc0(RelationGetDescr(call->rel)->natts * sizeof(FmgrInfo));
-	call->inparam = palloc0(RelationGetDescr(call->rel)->natts * sizeof(Oid));
-	call->inready = palloc0(RelationGetDescr(call->rel)->natts * sizeof(bool));
 	call->natts = RelationGetDescr(call->rel)->natts;
+	call->values = palloc0(call->natts * sizeof(Datum));
+	call->isnull = palloc0(call->natts * sizeof(bool));
+	call->infunc = palloc0(call->natts * sizeof(FmgrInfo));
+	call->inparam = palloc0(call->natts * sizeof(Oid));
+	call->inready = palloc0(call->natts * sizeof(bool));
 	call->filled_at_begin = rows_filled;
 	call->cache = ingest_cache_entry(relid);
 	call->changes_seen = call->cache->changes;

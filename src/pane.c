@@ -56,7 +56,6 @@
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "executor/spi.h"
-#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
@@ -968,9 +967,8 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 	 * 6,000,000 rows with nothing new to read.  The query's FROM is the
 	 * stream alone (refusal()): no join of the user's loses by this, and
 	 * the rest the statement reads (pane table, late log, the result's key)
-	 * it reads by index.  The fold's grouping is planned with sorts off
-	 * (make_pane_plans).
-	 * Materialize too: the step's rows are read per partition of the
+	 * it reads by index.  (The fold's grouping is planned with sorts off
+	 * as well: make_pane_plans.)  Materialize is off too: the step's rows are read per partition of the
 	 * parameter array, estimated at 10 partitions, and with a work_mem that
 	 * holds the estimated rows (streamwm.work_mem's 64MB) the planner read
 	 * them once into a Materialize node for the 10 rescans instead of
