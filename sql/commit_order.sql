@@ -56,5 +56,25 @@ INSERT INTO co_fake (v) VALUES (1);
 SELECT count(*) AS foreign_entries FROM streamwm.commit_log WHERE stream = 'co_fake'::regclass;
 DROP TABLE co_fake;
 
+-- a query started at 'latest' leaves the stream's start floor (partition
+-- -1): the highest offset committed then; one floor row per stream; only a
+-- role that may read the stream may set it, and only on a stream
+SELECT streamwm.create_query('co_q1', 'SELECT count(*) AS n FROM co', hop => '1 s', size => '1 s') IS NOT NULL AS created;
+SELECT streamwm.create_query('co_q2', 'SELECT count(*) AS n FROM co', hop => '1 s', size => '1 s') IS NOT NULL AS created;
+SELECT f.hi = (SELECT max(e.hi) FROM streamwm.commit_log e
+                WHERE e.stream = 'co'::regclass AND e.partition >= 0) AS floor_is_highest,
+       count(*) OVER () AS floor_rows
+  FROM streamwm.commit_log f WHERE f.stream = 'co'::regclass AND f.partition = -1;
+SELECT streamwm.drop_query('co_q1');
+SELECT streamwm.drop_query('co_q2');
+CREATE ROLE co_reader;
+SET ROLE co_reader;
+SELECT streamwm_internal._latest_offset('co');
+RESET ROLE;
+CREATE TABLE co_plain (v int);
+SELECT streamwm_internal._latest_offset('co_plain');
+DROP TABLE co_plain;
+DROP ROLE co_reader;
+
 SELECT streamwm.drop_stream('co');
 SELECT count(*) AS entries_left FROM streamwm.commit_log;

@@ -22,7 +22,14 @@ CREATE OR REPLACE AGGREGATE streamwm_internal.combine(bytea, oid, anyelement) (
 
 -- 'latest' starts after the highest committed offset (the commit log), not
 -- the sequence's last value: a transaction open at create_query and
--- committing after it was dropped (see streamwm--0.3.sql).
+-- committing after it was dropped.  That offset is left in the commit log
+-- as the stream's start floor, which later commits compare with (see
+-- streamwm--0.3.sql).
+CREATE FUNCTION streamwm_internal._latest_offset(stream regclass)
+    RETURNS bigint AS 'MODULE_PATHNAME', 'streamwm_latest_offset' LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION streamwm_internal._latest_offset(regclass) IS
+    'internal: the highest offset committed into the stream, left as its start floor, not for direct use';
+COMMENT ON COLUMN streamwm.commit_log.partition IS 'the partition; -1: the start floor of the stream''s newest query started at ''latest'' (hi: the highest offset committed then; a later commit with offsets at or below it is renumbered above it)';
 CREATE OR REPLACE FUNCTION streamwm_internal._start_offset(stream regclass, start_from text)
 RETURNS bigint
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -43,8 +50,7 @@ BEGIN
                       HINT = 'Use start_from => ''earliest'', or create the query before the first row.';
         END IF;
     ELSIF start_from = 'latest' THEN
-        start_at := coalesce((SELECT max(e.hi) FROM streamwm.commit_log e
-                               WHERE e.stream OPERATOR(pg_catalog.=) _start_offset.stream), 0);
+        start_at := streamwm_internal._latest_offset(stream);
     END IF;
     RETURN start_at;
 END $$;

@@ -807,15 +807,20 @@ CREATE FUNCTION streamwm_internal._set_result_retention(name text, result regcla
 -- A new query's start offset.  'earliest': every retained row.  'latest':
 -- the rows that arrive from now on (SPEC sections 3 and 5: a row arrives
 -- when its transaction commits), so the start is the highest offset
--- committed so far: every committed row is at or below the hi of its
--- commit-log entry, and steps keep each partition's newest entry.  A
--- transaction still open now, committing later, either took offsets above
--- that or is renumbered above its partition's newest entry when it
--- commits (commit_order.c); with several partitions, one whose offsets lie
--- between its partition's newest entry and the stream's highest one is
--- neither, and is not seen.  (The sequence's last value, used before,
--- also dropped the rows of a transaction open now and committing later
--- with nothing committed meanwhile.)
+-- committed so far (_latest_offset, C: read under the stream's commit
+-- gate): every committed row is at or below the hi of its commit-log
+-- entry.  A transaction still open now, committing later, either took
+-- offsets above that or is renumbered above it when it commits, in
+-- whatever partition it wrote: _latest_offset leaves that offset in the
+-- commit log as the stream's start floor (partition -1), which every
+-- commit compares its offsets with as with its partition's newest entry
+-- (commit_order.c).  (The sequence's last value, used first, also dropped
+-- the rows of a transaction open now and committing later with nothing
+-- committed meanwhile; the highest committed offset alone, used next,
+-- those of one whose offsets lay between its partition's newest entry and
+-- the stream's highest.)
+CREATE FUNCTION streamwm_internal._latest_offset(stream regclass)
+    RETURNS bigint AS 'MODULE_PATHNAME', 'streamwm_latest_offset' LANGUAGE C VOLATILE STRICT;
 CREATE FUNCTION streamwm_internal._start_offset(stream regclass, start_from text)
 RETURNS bigint
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -836,8 +841,7 @@ BEGIN
                       HINT = 'Use start_from => ''earliest'', or create the query before the first row.';
         END IF;
     ELSIF start_from = 'latest' THEN
-        start_at := coalesce((SELECT max(e.hi) FROM streamwm.commit_log e
-                               WHERE e.stream OPERATOR(pg_catalog.=) _start_offset.stream), 0);
+        start_at := streamwm_internal._latest_offset(stream);
     END IF;
     RETURN start_at;
 END $$;
@@ -1791,6 +1795,8 @@ COMMENT ON FUNCTION streamwm_internal._set_count_windows(text, int, int) IS
     'internal: makes a registered query a count query, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._set_result_retention(text, regclass, interval) IS
     'internal: create_query''s result_retention, not for direct use';
+COMMENT ON FUNCTION streamwm_internal._latest_offset(regclass) IS
+    'internal: the highest offset committed into the stream, left as its start floor, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._start_offset(regclass, text) IS
     'internal: the offset a new query starts reading after, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._state_ffunc(internal) IS
@@ -2022,7 +2028,7 @@ COMMENT ON COLUMN streamwm.retention_mark.min_event_time IS 'no accepted row ret
 COMMENT ON TABLE streamwm.commit_log IS
     'streamwm catalog: one row per committed transaction and partition it wrote into: the order and time rows arrived';
 COMMENT ON COLUMN streamwm.commit_log.stream IS 'the stream table';
-COMMENT ON COLUMN streamwm.commit_log.partition IS 'the partition';
+COMMENT ON COLUMN streamwm.commit_log.partition IS 'the partition; -1: the start floor of the stream''s newest query started at ''latest'' (hi: the highest offset committed then; a later commit with offsets at or below it is renumbered above it)';
 COMMENT ON COLUMN streamwm.commit_log.lo IS 'the transaction''s rows in the partition have lo < sw_offset <= hi';
 COMMENT ON COLUMN streamwm.commit_log.hi IS 'the transaction''s rows in the partition have lo < sw_offset <= hi';
 COMMENT ON COLUMN streamwm.commit_log.arrival IS 'when the transaction committed: its rows'' arrival';

@@ -81,6 +81,7 @@
 #include "storage/proc.h"
 #include "storage/sinvaladt.h"
 #include "utils/backend_status.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
@@ -855,6 +856,125 @@ renumber(int from, int to)
 	}
 }
 
+/* the commit log's partition that holds a stream's start floor */
+#define SW_FLOOR_PARTITION (-1)
+
+/*
+ * A local stream's start floor: the highest offset committed into it when a
+ * query was last created on it with start_from => 'latest' (the entry of
+ * partition -1 in streamwm.commit_log, written by _latest_offset() below),
+ * or 0.  A commit compares its offsets with it as with its partitions'
+ * newest entries, so that a transaction open when the query was created
+ * and committing after it is renumbered above the query's start, in
+ * whatever partition it wrote (with one start offset per query and one
+ * newest entry per partition, a transaction whose offsets lay between its
+ * partition's newest entry and the stream's highest one was never seen).
+ *
+ * Read with a dirty snapshot: the floor counts from the moment it is
+ * written, before the creating transaction commits, so that creating the
+ * query holds the committers up no longer than a step's fence does.  A
+ * floor whose transaction then rolls back has made some commits renumber
+ * their rows for nothing, which is all it costs.  The caller acts as the
+ * catalog's owner.
+ */
+static int64
+start_floor(Oid relid)
+{
+	Oid			logid = get_relname_relid("commit_log", get_namespace_oid("streamwm", false));
+	Relation	rel;
+	ScanKeyData keys[2];
+	SnapshotData dirty;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	int64		floor = 0;
+
+	if (!OidIsValid(logid))
+		elog(ERROR, "streamwm: streamwm.commit_log is missing");
+	rel = table_open(logid, AccessShareLock);
+	InitDirtySnapshot(dirty);
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT4EQ,
+				Int32GetDatum(SW_FLOOR_PARTITION));
+	scan = systable_beginscan(rel, RelationGetPrimaryKeyIndex(rel), true, &dirty, 2, keys);
+	while ((tup = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		Datum		hi = heap_getattr(tup, 4, RelationGetDescr(rel), &isnull);
+
+		if (!isnull && DatumGetInt64(hi) > floor)
+			floor = DatumGetInt64(hi);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return floor;
+}
+
+/*
+ * streamwm_internal._latest_offset(stream regclass) RETURNS bigint: where a
+ * query created now with start_from => 'latest' starts (SPEC section 5:
+ * rows that arrive from now on): the highest offset committed into the
+ * stream, read while no commit into it is under way (its commit gate, as a
+ * step's fence takes it), and left as the stream's start floor
+ * (start_floor() above) before the gate is let go, so that every commit
+ * from then on sees it.  The caller needs SELECT on the stream.
+ */
+PG_FUNCTION_INFO_V1(streamwm_latest_offset);
+
+Datum
+streamwm_latest_offset(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Oid			types[2] = {OIDOID, INT8OID};
+	Datum		values[2];
+	LOCKTAG		tag;
+	SwRoleContext cx;
+	bool		isnull;
+	int64		start = 0;
+	Datum		d;
+
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", sw_relation_name(relid))));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	sw_enter_catalog(&cx);
+	if (!sw_catalog_is_stream(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a stream", sw_relation_name(relid))));
+	/* a distributed stream's commits are ordered on its nodes, without a floor */
+	if (sw_stream_rows(relid) != relid)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("stream %s is distributed: it has no start floor",
+						sw_relation_name(relid))));
+	set_tag(&tag, relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS);
+	(void) LockAcquire(&tag, ShareLock, false, false);
+	values[0] = ObjectIdGetDatum(relid);
+	sw_spi_exec_latest("SELECT pg_catalog.max(hi) FROM streamwm.commit_log WHERE stream = $1",
+					   1, types, values, NULL, SPI_OK_SELECT);
+	d = sw_spi_getdatum(0, 1, &isnull);
+	if (!isnull)
+		start = DatumGetInt64(d);
+	if (start > 0)
+	{
+		values[1] = Int64GetDatum(start);
+		sw_spi_exec("DELETE FROM streamwm.commit_log WHERE stream = $1"
+					" AND partition = " CppAsString2(SW_FLOOR_PARTITION) " AND hi < $2",
+					2, types, values, NULL, SPI_OK_DELETE);
+		sw_spi_exec("INSERT INTO streamwm.commit_log (stream, partition, lo, hi, arrival, held_from)"
+					" VALUES ($1, " CppAsString2(SW_FLOOR_PARTITION) ", $2, $2,"
+					" pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp())"
+					" ON CONFLICT DO NOTHING",
+					2, types, values, NULL, SPI_OK_INSERT);
+	}
+	(void) LockRelease(&tag, ShareLock, false);
+	sw_leave_role(&cx);
+	SPI_finish();
+	PG_RETURN_INT64(start);
+}
+
 /*
  * Read each written partition's newest commit log entry, with the latest
  * snapshot, as the catalog's owner (the caller is); a write into a stream
@@ -867,6 +987,7 @@ probe_newest(void)
 {
 	Oid			ptypes[2] = {OIDOID, INT4OID};
 	bool		overtaken = false;
+	int64		floor = 0;
 
 	for (int i = 0; i < nwrites; i++)
 	{
@@ -913,6 +1034,14 @@ probe_newest(void)
 			writes[i].prev_arrival = DatumGetTimestampTz(sw_spi_getdatum(0, 2, &isnull));
 		}
 		SPI_freetuptable(SPI_tuptable);
+		/* a local stream's start floor counts as every partition's newest entry */
+		if (!OidIsValid(writes[i].log))
+		{
+			if (i == 0 || writes[i - 1].relid != writes[i].relid)
+				floor = start_floor(writes[i].relid);
+			if (floor > writes[i].hwm)
+				writes[i].hwm = floor;
+		}
 		if (writes[i].lo <= writes[i].hwm)
 			overtaken = true;
 	}
