@@ -205,6 +205,13 @@ SELECT streamwm.ingest(repeat('e', 47)::regclass, '[{"k": 1}, {"k": 2}]');
 SELECT streamwm.drop_stream(repeat('e', 47));
 REVOKE CREATE ON SCHEMA public FROM regress_dist_mallory;
 DROP ROLE regress_dist_mallory;
+-- TRUNCATE: offsets are never reused
+SELECT max(sw_offset) AS ev_max FROM ev WHERE sw_partition = 0 \gset
+TRUNCATE ev RESTART IDENTITY;
+TRUNCATE ev;
+INSERT INTO ev (k, v, sw_partition, sw_write_time) VALUES (1, 'after', 0, '1970-01-01 00:10:00Z');
+SELECT sw_offset > :ev_max AS offset_not_reused FROM ev WHERE v = 'after';
+SELECT streamwm.process('ev');
 SET client_min_messages = warning;
 SELECT streamwm.drop_stream('ev', cascade => true);
 DROP TABLE evq, evq2;
