@@ -812,9 +812,10 @@ CREATE FUNCTION streamwm_internal._set_result_retention(name text, result regcla
 -- entry.  A transaction still open now, committing later, either took
 -- offsets above that or is renumbered above it when it commits, in
 -- whatever partition it wrote: _latest_offset leaves that offset in the
--- commit log as the stream's start floor (partition -1), which every
--- commit compares its offsets with as with its partition's newest entry
--- (commit_order.c).  (The sequence's last value, used first, also dropped
+-- commit log as a start floor (an entry of a negative partition), which
+-- every commit compares its offsets with as with its partition's newest
+-- entry (commit_order.c).  Only a role that may add queries to the stream
+-- may call it.  (The sequence's last value, used first, also dropped
 -- the rows of a transaction open now and committing later with nothing
 -- committed meanwhile; the highest committed offset alone, used next,
 -- those of one whose offsets lay between its partition's newest entry and
@@ -2028,7 +2029,7 @@ COMMENT ON COLUMN streamwm.retention_mark.min_event_time IS 'no accepted row ret
 COMMENT ON TABLE streamwm.commit_log IS
     'streamwm catalog: one row per committed transaction and partition it wrote into: the order and time rows arrived';
 COMMENT ON COLUMN streamwm.commit_log.stream IS 'the stream table';
-COMMENT ON COLUMN streamwm.commit_log.partition IS 'the partition; -1: the start floor of the stream''s newest query started at ''latest'' (hi: the highest offset committed then; a later commit with offsets at or below it is renumbered above it)';
+COMMENT ON COLUMN streamwm.commit_log.partition IS 'the partition; below 0: a start floor left by a query started at ''latest'' (hi: the highest offset committed then; a later commit with offsets at or below it is renumbered above it), one partition per backend';
 COMMENT ON COLUMN streamwm.commit_log.lo IS 'the transaction''s rows in the partition have lo < sw_offset <= hi';
 COMMENT ON COLUMN streamwm.commit_log.hi IS 'the transaction''s rows in the partition have lo < sw_offset <= hi';
 COMMENT ON COLUMN streamwm.commit_log.arrival IS 'when the transaction committed: its rows'' arrival';

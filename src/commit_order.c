@@ -28,7 +28,8 @@
  *	 (stream, partition, lo, hi, arrival, held_from)
  *
  * meaning: the rows this transaction committed into the partition are
- * exactly those with lo < sw_offset <= hi (lo is the previous entry's hi;
+ * exactly those with lo < sw_offset <= hi (lo is the previous entry's hi,
+ * or the stream's start floor when that is higher: see start_floor();
  * offsets in that range taken by other transactions either roll back or
  * are renumbered when they commit), they arrived at 'arrival' (the clock
  * under the lock, never before the previous entry's arrival), and the
@@ -67,6 +68,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_index.h"
@@ -75,13 +77,14 @@
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "executor/executor.h"
+#include "executor/tuptable.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
 #include "storage/sinvaladt.h"
 #include "utils/backend_status.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
@@ -162,22 +165,6 @@ static SwWriter *writers = NULL;
 static int	nwriters = 0;
 static int	capwriters = 0;
 static int	last_writer = -1;
-
-/* the two statements every commit into a stream runs, prepared once */
-static SPIPlanPtr newest_plan = NULL;
-static SPIPlanPtr insert_plan = NULL;
-
-static SPIPlanPtr
-keep_plan(const char *sql, int nargs, Oid *types)
-{
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
-
-	if (plan == NULL)
-		elog(ERROR, "streamwm: preparing \"%s\" failed: %s",
-			 sql, SPI_result_code_string(SPI_result));
-	SPI_keepplan(plan);
-	return plan;
-}
 
 static void
 set_tag(LOCKTAG *tag, Oid relid, uint32 field3, uint16 class)
@@ -856,57 +843,201 @@ renumber(int from, int to)
 	}
 }
 
-/* the commit log's partition that holds a stream's start floor */
-#define SW_FLOOR_PARTITION (-1)
+/*
+ * A stream's start floors are entries of negative partitions, one per
+ * backend (-1 - its PGPROC number), so that two backends never write the
+ * same key: see _latest_offset().
+ */
+#define FLOOR_PARTITION(procno) (-1 - (int32) (procno))
+
+/*
+ * streamwm.commit_log, opened with its primary key (stream, partition, hi)
+ * for probe_newest(): each commit reads it by direct index scans, not SPI
+ * (a kept plan's execution was 12% of a one-row INSERT's transaction).
+ */
+typedef struct CommitLog
+{
+	Relation	rel;
+	LOCKMODE	mode;			/* rel's lock */
+	Relation	pk;
+	AttrNumber	stream;
+	AttrNumber	partition;
+	AttrNumber	lo;
+	AttrNumber	hi;
+	AttrNumber	arrival;
+	AttrNumber	held_from;
+	TupleTableSlot *slot;
+} CommitLog;
+
+static Oid	commit_log_oid = InvalidOid;	/* cached; checked at each open */
+
+static AttrNumber
+log_attnum(Relation rel, const char *name)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return att->attnum;
+	}
+	elog(ERROR, "streamwm: streamwm.commit_log has no column %s", name);
+	return InvalidAttrNumber;	/* keep the compiler quiet */
+}
+
+static void
+open_commit_log(CommitLog *log, LOCKMODE mode)
+{
+	Relation	rel = OidIsValid(commit_log_oid) ?
+		try_table_open(commit_log_oid, mode) : NULL;
+	Oid			pk;
+
+	if (rel == NULL ||
+		strcmp(RelationGetRelationName(rel), "commit_log") != 0 ||
+		get_namespace_oid("streamwm", false) != RelationGetNamespace(rel))
+	{
+		if (rel != NULL)
+			table_close(rel, mode);
+		commit_log_oid = get_relname_relid("commit_log", get_namespace_oid("streamwm", false));
+		if (!OidIsValid(commit_log_oid))
+			elog(ERROR, "streamwm: streamwm.commit_log is missing");
+		rel = table_open(commit_log_oid, mode);
+	}
+	pk = RelationGetPrimaryKeyIndex(rel);
+	if (!OidIsValid(pk))
+		elog(ERROR, "streamwm: streamwm.commit_log has no primary key");
+	log->rel = rel;
+	log->mode = mode;
+	log->pk = index_open(pk, AccessShareLock);
+	log->stream = log_attnum(rel, "stream");
+	log->partition = log_attnum(rel, "partition");
+	log->lo = log_attnum(rel, "lo");
+	log->hi = log_attnum(rel, "hi");
+	log->arrival = log_attnum(rel, "arrival");
+	log->held_from = log_attnum(rel, "held_from");
+	log->slot = table_slot_create(rel, NULL);
+}
+
+static void
+close_commit_log(CommitLog *log)
+{
+	ExecDropSingleTupleTableSlot(log->slot);
+	index_close(log->pk, AccessShareLock);
+	table_close(log->rel, log->mode);
+}
+
+/*
+ * Add an entry to streamwm.commit_log (opened with RowExclusiveLock): the
+ * heap and its indexes, as for a catalog (CatalogTupleInsert; the table is
+ * the catalog owner's own, with neither triggers nor policies that apply
+ * to its owner, and every column is given).
+ */
+static void
+log_insert(CommitLog *log, Oid relid, int32 partition, int64 lo, int64 hi,
+		   TimestampTz arrival, TimestampTz held_from)
+{
+	TupleDesc	desc = RelationGetDescr(log->rel);
+	Datum	   *values = palloc0(desc->natts * sizeof(Datum));
+	bool	   *nulls = palloc(desc->natts * sizeof(bool));
+	HeapTuple	tup;
+
+	memset(nulls, true, desc->natts * sizeof(bool));
+	values[log->stream - 1] = ObjectIdGetDatum(relid);
+	values[log->partition - 1] = Int32GetDatum(partition);
+	values[log->lo - 1] = Int64GetDatum(lo);
+	values[log->hi - 1] = Int64GetDatum(hi);
+	values[log->arrival - 1] = TimestampTzGetDatum(arrival);
+	values[log->held_from - 1] = TimestampTzGetDatum(held_from);
+	nulls[log->stream - 1] = nulls[log->partition - 1] = nulls[log->lo - 1] = false;
+	nulls[log->hi - 1] = nulls[log->arrival - 1] = nulls[log->held_from - 1] = false;
+	tup = heap_form_tuple(desc, values, nulls);
+	CatalogTupleInsert(log->rel, tup);
+	heap_freetuple(tup);
+	pfree(values);
+	pfree(nulls);
+}
+
+/*
+ * The entry of highest hi among a stream's entries of partitions
+ * 'partition' (strategy BTEqualStrategyNumber) or below it
+ * (BTLessStrategyNumber) in streamwm.commit_log, as the snapshot sees them:
+ * its hi (0: none) and, if arrival is not NULL, its arrival (DT_NOBEGIN:
+ * none).  An ordered scan of the primary key (stream, partition, hi),
+ * backwards: for one partition the first entry found is its newest.
+ */
+static int64
+log_highest(CommitLog *log, Oid relid, StrategyNumber strategy, int32 partition,
+			Snapshot snapshot, TimestampTz *arrival)
+{
+	ScanKeyData keys[2];
+	IndexScanDesc scan;
+	int64		hi = 0;
+
+	if (arrival != NULL)
+		*arrival = DT_NOBEGIN;
+	/* index columns 1 and 2 */
+	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	ScanKeyInit(&keys[1], 2, strategy,
+				strategy == BTEqualStrategyNumber ? F_INT4EQ : F_INT4LT,
+				Int32GetDatum(partition));
+	scan = index_beginscan(log->rel, log->pk, snapshot, 2, 0);
+	index_rescan(scan, keys, 2, NULL, 0);
+	while (index_getnext_slot(scan, BackwardScanDirection, log->slot))
+	{
+		bool		isnull;
+		Datum		d = slot_getattr(log->slot, log->hi, &isnull);
+
+		if (!isnull && DatumGetInt64(d) > hi)
+		{
+			hi = DatumGetInt64(d);
+			if (arrival != NULL)
+			{
+				d = slot_getattr(log->slot, log->arrival, &isnull);
+				*arrival = isnull ? DT_NOBEGIN : DatumGetTimestampTz(d);
+			}
+		}
+		if (strategy == BTEqualStrategyNumber)
+			break;
+	}
+	index_endscan(scan);
+	return hi;
+}
+
+/* The newest entry of a partition: see log_highest(). */
+static int64
+log_newest(CommitLog *log, Oid relid, int32 partition, Snapshot snapshot,
+		   TimestampTz *arrival)
+{
+	return log_highest(log, relid, BTEqualStrategyNumber, partition, snapshot, arrival);
+}
 
 /*
  * A local stream's start floor: the highest offset committed into it when a
- * query was last created on it with start_from => 'latest' (the entry of
- * partition -1 in streamwm.commit_log, written by _latest_offset() below),
- * or 0.  A commit compares its offsets with it as with its partitions'
- * newest entries, so that a transaction open when the query was created
- * and committing after it is renumbered above the query's start, in
- * whatever partition it wrote (with one start offset per query and one
- * newest entry per partition, a transaction whose offsets lay between its
- * partition's newest entry and the stream's highest one was never seen).
+ * query was created on it with start_from => 'latest' (entries of negative
+ * partitions in streamwm.commit_log, written by _latest_offset() below), or
+ * 0.  A commit compares its offsets with it as with its partitions' newest
+ * entries, so that a transaction open when the query was created and
+ * committing after it is renumbered above the query's start, in whatever
+ * partition it wrote (with one start offset per query and one newest entry
+ * per partition, a transaction whose offsets lay between its partition's
+ * newest entry and the stream's highest one was never seen).
  *
  * Read with a dirty snapshot: the floor counts from the moment it is
  * written, before the creating transaction commits, so that creating the
  * query holds the committers up no longer than a step's fence does.  A
  * floor whose transaction then rolls back has made some commits renumber
- * their rows for nothing, which is all it costs.  The caller acts as the
- * catalog's owner.
+ * their rows for nothing, which is all it costs.  Steps delete the floors
+ * every partition's newest entry has reached (sw_catalog_prune_commit_log).
  */
 static int64
-start_floor(Oid relid)
+start_floor(CommitLog *log, Oid relid)
 {
-	Oid			logid = get_relname_relid("commit_log", get_namespace_oid("streamwm", false));
-	Relation	rel;
-	ScanKeyData keys[2];
 	SnapshotData dirty;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	int64		floor = 0;
 
-	if (!OidIsValid(logid))
-		elog(ERROR, "streamwm: streamwm.commit_log is missing");
-	rel = table_open(logid, AccessShareLock);
 	InitDirtySnapshot(dirty);
-	ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-	ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_INT4EQ,
-				Int32GetDatum(SW_FLOOR_PARTITION));
-	scan = systable_beginscan(rel, RelationGetPrimaryKeyIndex(rel), true, &dirty, 2, keys);
-	while ((tup = systable_getnext(scan)) != NULL)
-	{
-		bool		isnull;
-		Datum		hi = heap_getattr(tup, 4, RelationGetDescr(rel), &isnull);
-
-		if (!isnull && DatumGetInt64(hi) > floor)
-			floor = DatumGetInt64(hi);
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return floor;
+	return log_highest(log, relid, BTLessStrategyNumber, 0, &dirty, NULL);
 }
 
 /*
@@ -914,9 +1045,17 @@ start_floor(Oid relid)
  * query created now with start_from => 'latest' starts (SPEC section 5:
  * rows that arrive from now on): the highest offset committed into the
  * stream, read while no commit into it is under way (its commit gate, as a
- * step's fence takes it), and left as the stream's start floor
- * (start_floor() above) before the gate is let go, so that every commit
- * from then on sees it.  The caller needs SELECT on the stream.
+ * step's fence takes it), and left as a start floor (start_floor() above)
+ * before the gate is let go, so that every commit from then on sees it.
+ *
+ * Nothing under the gate may wait for another transaction, or every commit
+ * into the stream would wait with it: the floor goes into this backend's
+ * own partition of floors, which no other live backend writes, and only
+ * when that partition has no floor as high already (a dirty read, which
+ * also sees a floor a step is deleting: steps delete only floors that no
+ * longer matter).  So its insert never meets a key another transaction is
+ * writing or deleting.  Locks are taken before the gate.  Only a role that
+ * may add queries to the stream may call it (as create_query checks).
  */
 PG_FUNCTION_INFO_V1(streamwm_latest_offset);
 
@@ -924,54 +1063,58 @@ Datum
 streamwm_latest_offset(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
-	Oid			types[2] = {OIDOID, INT8OID};
-	Datum		values[2];
+	int32		slot = FLOOR_PARTITION(MyProc->pgprocno);
 	LOCKTAG		tag;
 	SwRoleContext cx;
-	bool		isnull;
+	CommitLog	log = {0};
+	SnapshotData dirty;
+	Snapshot	latest;
+	Oid			owner;
+	int			npartitions;
 	int64		start = 0;
-	Datum		d;
 
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for table %s", sw_relation_name(relid))));
+	/* a stream dropped meanwhile would leave its floor behind */
+	LockRelationOid(relid, AccessShareLock);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	sw_enter_catalog(&cx);
-	if (!sw_catalog_is_stream(relid))
+	if (!sw_lookup_stream(relid, false, &owner, &npartitions))
+		sw_not_a_stream(relid);
+	if (!sw_may_manage(owner))
 		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a stream", sw_relation_name(relid))));
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of stream %s", sw_relation_name(relid))));
 	/* a distributed stream's commits are ordered on its nodes, without a floor */
 	if (sw_stream_rows(relid) != relid)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("stream %s is distributed: it has no start floor",
 						sw_relation_name(relid))));
+	SPI_finish();
+
+	sw_enter_catalog(&cx);
+	open_commit_log(&log, RowExclusiveLock);
 	set_tag(&tag, relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS);
 	(void) LockAcquire(&tag, ShareLock, false, false);
-	values[0] = ObjectIdGetDatum(relid);
-	sw_spi_exec_latest("SELECT pg_catalog.max(hi) FROM streamwm.commit_log WHERE stream = $1",
-					   1, types, values, NULL, SPI_OK_SELECT);
-	d = sw_spi_getdatum(0, 1, &isnull);
-	if (!isnull)
-		start = DatumGetInt64(d);
-	if (start > 0)
+	latest = RegisterSnapshot(GetLatestSnapshot());
+	for (int p = 0; p < npartitions; p++)
 	{
-		values[1] = Int64GetDatum(start);
-		sw_spi_exec("DELETE FROM streamwm.commit_log WHERE stream = $1"
-					" AND partition = " CppAsString2(SW_FLOOR_PARTITION) " AND hi < $2",
-					2, types, values, NULL, SPI_OK_DELETE);
-		sw_spi_exec("INSERT INTO streamwm.commit_log (stream, partition, lo, hi, arrival, held_from)"
-					" VALUES ($1, " CppAsString2(SW_FLOOR_PARTITION) ", $2, $2,"
-					" pg_catalog.clock_timestamp(), pg_catalog.clock_timestamp())"
-					" ON CONFLICT DO NOTHING",
-					2, types, values, NULL, SPI_OK_INSERT);
+		int64		hi = log_newest(&log, relid, p, latest, NULL);
+
+		if (hi > start)
+			start = hi;
+	}
+	UnregisterSnapshot(latest);
+	InitDirtySnapshot(dirty);
+	if (start > 0 && log_newest(&log, relid, slot, &dirty, NULL) < start)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		log_insert(&log, relid, slot, start, start, now, now);
+		CommandCounterIncrement();
 	}
 	(void) LockRelease(&tag, ShareLock, false);
+	close_commit_log(&log);
 	sw_leave_role(&cx);
-	SPI_finish();
 	PG_RETURN_INT64(start);
 }
 
@@ -985,65 +1128,66 @@ streamwm_latest_offset(PG_FUNCTION_ARGS)
 static bool
 probe_newest(void)
 {
-	Oid			ptypes[2] = {OIDOID, INT4OID};
+	Oid			ptypes[1] = {INT4OID};
 	bool		overtaken = false;
 	int64		floor = 0;
+	CommitLog	log = {0};
+	Snapshot	latest = NULL;
 
 	for (int i = 0; i < nwrites; i++)
 	{
-		Datum		pvalues[2];
-		bool		isnull;
-
+		/* a stream dropped in this very transaction took its rows along */
 		writes[i].hwm = -1;
 		writes[i].prev_arrival = DT_NOBEGIN;
-		/* a stream dropped in this very transaction took its rows along */
 		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(writes[i].relid)))
 			continue;
-		pvalues[0] = ObjectIdGetDatum(writes[i].relid);
-		pvalues[1] = Int32GetDatum(writes[i].partition);
 		if (OidIsValid(writes[i].log))
 		{
 			/* a distributed stream's: the shard of its commit log on this node */
+			Datum		pvalue = Int32GetDatum(writes[i].partition);
+			bool		isnull;
 			SPIPlanPtr	plan = SPI_prepare(psprintf("SELECT hi, arrival FROM ONLY %s"
 													" WHERE partition = $1 ORDER BY hi DESC LIMIT 1",
 													sw_relation_name(writes[i].log)),
-										   1, &ptypes[1]);
+										   1, ptypes);
 
 			if (plan == NULL)
 				elog(ERROR, "streamwm: reading the commit log failed: %s",
 					 SPI_result_code_string(SPI_result));
-			if (SPI_execute_snapshot(plan, &pvalues[1], NULL, GetLatestSnapshot(),
+			if (SPI_execute_snapshot(plan, &pvalue, NULL, GetLatestSnapshot(),
 									 InvalidSnapshot, true, false, 1) != SPI_OK_SELECT)
 				elog(ERROR, "streamwm: reading the commit log failed");
 			SPI_freeplan(plan);
+			writes[i].hwm = 0;
+			if (SPI_processed == 1)
+			{
+				writes[i].hwm = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
+				writes[i].prev_arrival = DatumGetTimestampTz(sw_spi_getdatum(0, 2, &isnull));
+			}
+			SPI_freetuptable(SPI_tuptable);
 		}
 		else
 		{
-			if (newest_plan == NULL)
-				newest_plan = keep_plan("SELECT hi, arrival FROM streamwm.commit_log"
-										" WHERE stream = $1 AND partition = $2"
-										" ORDER BY hi DESC LIMIT 1", 2, ptypes);
-			if (SPI_execute_snapshot(newest_plan, pvalues, NULL, GetLatestSnapshot(),
-									 InvalidSnapshot, true, false, 1) != SPI_OK_SELECT)
-				elog(ERROR, "streamwm: reading the commit log failed");
-		}
-		writes[i].hwm = 0;
-		if (SPI_processed == 1)
-		{
-			writes[i].hwm = DatumGetInt64(sw_spi_getdatum(0, 1, &isnull));
-			writes[i].prev_arrival = DatumGetTimestampTz(sw_spi_getdatum(0, 2, &isnull));
-		}
-		SPI_freetuptable(SPI_tuptable);
-		/* a local stream's start floor counts as every partition's newest entry */
-		if (!OidIsValid(writes[i].log))
-		{
+			if (log.rel == NULL)
+			{
+				open_commit_log(&log, AccessShareLock);
+				latest = RegisterSnapshot(GetLatestSnapshot());
+			}
+			writes[i].hwm = log_newest(&log, writes[i].relid, writes[i].partition, latest,
+									   &writes[i].prev_arrival);
+			/* the stream's start floor counts as every partition's newest entry */
 			if (i == 0 || writes[i - 1].relid != writes[i].relid)
-				floor = start_floor(writes[i].relid);
+				floor = start_floor(&log, writes[i].relid);
 			if (floor > writes[i].hwm)
 				writes[i].hwm = floor;
 		}
 		if (writes[i].lo <= writes[i].hwm)
 			overtaken = true;
+	}
+	if (log.rel != NULL)
+	{
+		UnregisterSnapshot(latest);
+		close_commit_log(&log);
 	}
 	return overtaken;
 }
@@ -1114,14 +1258,6 @@ order_commit(void)
 {
 	SwRoleContext cx;
 	TimestampTz arrival;
-	Oid			itypes[6] = {OIDARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
-	TIMESTAMPTZOID, TIMESTAMPTZOID};
-	Datum		ivalues[6];
-	Datum	   *relids = palloc(nwrites * sizeof(Datum));
-	Datum	   *parts = palloc(nwrites * sizeof(Datum));
-	Datum	   *los = palloc(nwrites * sizeof(Datum));
-	Datum	   *his = palloc(nwrites * sizeof(Datum));
-	int			n = 0;
 	bool		distributed = false;
 
 	ordering = true;
@@ -1156,41 +1292,31 @@ order_commit(void)
 	arrival = GetCurrentTimestamp();
 	for (int i = 0; i < nwrites; i++)
 	{
-		SwPartitionWrite *w = &writes[i];
-
-		if (w->hwm < 0)
-			continue;
 		/* arrivals never go back in a partition, whatever the clock does */
-		if (w->prev_arrival > arrival)
-			arrival = w->prev_arrival;
-		if (OidIsValid(w->log))
-			continue;
-		relids[n] = ObjectIdGetDatum(w->relid);
-		parts[n] = Int32GetDatum(w->partition);
-		los[n] = Int64GetDatum(w->hwm);
-		his[n] = Int64GetDatum(w->hi);
-		n++;
+		if (writes[i].hwm >= 0 && writes[i].prev_arrival > arrival)
+			arrival = writes[i].prev_arrival;
 	}
-	if (n > 0)
+	/* a local stream's entries: streamwm.commit_log */
 	{
-		ivalues[0] = PointerGetDatum(construct_array(relids, n, OIDOID, sizeof(Oid), true,
-													 TYPALIGN_INT));
-		ivalues[1] = PointerGetDatum(construct_array(parts, n, INT4OID, 4, true, TYPALIGN_INT));
-		ivalues[2] = PointerGetDatum(construct_array(los, n, INT8OID, 8, FLOAT8PASSBYVAL,
-													 TYPALIGN_DOUBLE));
-		ivalues[3] = PointerGetDatum(construct_array(his, n, INT8OID, 8, FLOAT8PASSBYVAL,
-													 TYPALIGN_DOUBLE));
-		ivalues[4] = TimestampTzGetDatum(arrival);
-		ivalues[5] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-		if (insert_plan == NULL)
-			insert_plan = keep_plan("INSERT INTO streamwm.commit_log"
-									" (stream, partition, lo, hi, arrival, held_from)"
-									" SELECT s, p, l, h, $5, LEAST($6, $5)"
-									" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
-									" pg_catalog.unnest($3), pg_catalog.unnest($4)) AS x(s, p, l, h)",
-									6, itypes);
-		if (SPI_execute_plan(insert_plan, ivalues, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "streamwm: writing the commit log failed");
+		CommitLog	log = {0};
+		TimestampTz start = GetCurrentTransactionStartTimestamp();
+
+		for (int i = 0; i < nwrites; i++)
+		{
+			SwPartitionWrite *w = &writes[i];
+
+			if (w->hwm < 0 || OidIsValid(w->log))
+				continue;
+			if (log.rel == NULL)
+				open_commit_log(&log, RowExclusiveLock);
+			log_insert(&log, w->relid, w->partition, w->hwm, w->hi, arrival,
+					   start < arrival ? start : arrival);
+		}
+		if (log.rel != NULL)
+		{
+			close_commit_log(&log);
+			CommandCounterIncrement();
+		}
 	}
 	/* a distributed stream's entries go to its commit log's shard on this node */
 	for (int i = 0; i < nwrites; i++)
