@@ -59,20 +59,25 @@ DROP TABLE co_fake;
 -- a query started at 'latest' leaves a start floor (a negative partition,
 -- one per backend): the highest offset committed then; the same backend
 -- adds none when its floor is that high already; a step forgets floors
--- every partition has reached; only a role that may add queries to the
--- stream may set one, and only on a stream
+-- every partition has reached or that no running transaction needs; only
+-- a role that may add queries to the stream may set one, and only on a
+-- stream
 SELECT streamwm.create_query('co_q1', 'SELECT count(*) AS n FROM co', hop => '1 s', size => '1 s') IS NOT NULL AS created;
 SELECT streamwm.create_query('co_q2', 'SELECT count(*) AS n FROM co', hop => '1 s', size => '1 s') IS NOT NULL AS created;
 SELECT f.hi = (SELECT max(e.hi) FROM streamwm.commit_log e
                 WHERE e.stream = 'co'::regclass AND e.partition >= 0) AS floor_is_highest,
        count(*) OVER () AS floor_rows
   FROM streamwm.commit_log f WHERE f.stream = 'co'::regclass AND f.partition < 0;
-INSERT INTO co (sw_partition, sw_write_time, v) VALUES (1, to_timestamp(5), 6);
+-- (both partitions then reach it: the next step forgets it)
+INSERT INTO co (sw_partition, sw_write_time, v) VALUES (0, to_timestamp(5), 6), (1, to_timestamp(5), 6);
 SELECT streamwm.process('co', now => to_timestamp(5));
 SELECT count(*) AS floors_kept FROM streamwm.commit_log WHERE stream = 'co'::regclass AND partition < 0;
-INSERT INTO co (sw_partition, sw_write_time, v) VALUES (0, to_timestamp(6), 7);
-SELECT streamwm.process('co', now => to_timestamp(6));
-SELECT count(*) AS floors_kept FROM streamwm.commit_log WHERE stream = 'co'::regclass AND partition < 0;
+-- a transaction that set a floor cannot be prepared (a row committed
+-- first, so that the floor this backend has is not high enough)
+INSERT INTO co (sw_partition, sw_write_time, v) VALUES (0, to_timestamp(5), 6);
+BEGIN;
+SELECT streamwm.create_query('co_q3', 'SELECT count(*) AS n FROM co', hop => '1 s', size => '1 s') IS NOT NULL AS created;
+PREPARE TRANSACTION 'co_floor';
 SELECT streamwm.drop_query('co_q1');
 SELECT streamwm.drop_query('co_q2');
 CREATE ROLE co_reader;

@@ -29,7 +29,7 @@ CREATE FUNCTION streamwm_internal._latest_offset(stream regclass)
     RETURNS bigint AS 'MODULE_PATHNAME', 'streamwm_latest_offset' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION streamwm_internal._latest_offset(regclass) IS
     'internal: the highest offset committed into the stream, left as its start floor, not for direct use';
-COMMENT ON COLUMN streamwm.commit_log.partition IS 'the partition; below 0: a start floor left by a query started at ''latest'' (hi: the highest offset committed then; a later commit with offsets at or below it is renumbered above it), one partition per backend';
+COMMENT ON COLUMN streamwm.commit_log.partition IS 'the partition; below 0: a start floor left by a query started at ''latest'' (hi: the highest offset committed then; a later commit with offsets at or below it is renumbered above it; lo: the next transaction id then), one partition per backend';
 CREATE OR REPLACE FUNCTION streamwm_internal._start_offset(stream regclass, start_from text)
 RETURNS bigint
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$

@@ -2029,7 +2029,7 @@ COMMENT ON COLUMN streamwm.retention_mark.min_event_time IS 'no accepted row ret
 COMMENT ON TABLE streamwm.commit_log IS
     'streamwm catalog: one row per committed transaction and partition it wrote into: the order and time rows arrived';
 COMMENT ON COLUMN streamwm.commit_log.stream IS 'the stream table';
-COMMENT ON COLUMN streamwm.commit_log.partition IS 'the partition; below 0: a start floor left by a query started at ''latest'' (hi: the highest offset committed then; a later commit with offsets at or below it is renumbered above it), one partition per backend';
+COMMENT ON COLUMN streamwm.commit_log.partition IS 'the partition; below 0: a start floor left by a query started at ''latest'' (hi: the highest offset committed then; a later commit with offsets at or below it is renumbered above it; lo: the next transaction id then), one partition per backend';
 COMMENT ON COLUMN streamwm.commit_log.lo IS 'the transaction''s rows in the partition have lo < sw_offset <= hi';
 COMMENT ON COLUMN streamwm.commit_log.hi IS 'the transaction''s rows in the partition have lo < sw_offset <= hi';
 COMMENT ON COLUMN streamwm.commit_log.arrival IS 'when the transaction committed: its rows'' arrival';

@@ -67,6 +67,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
@@ -86,6 +87,7 @@
 #include "storage/sinvaladt.h"
 #include "utils/backend_status.h"
 #include "utils/builtins.h"
+#include "utils/relcache.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
@@ -177,6 +179,9 @@ static bool preparing = false;
 
 /* order_commit() runs on a Citus node (a distributed stream's shards) */
 static bool on_citus_node = false;
+
+/* this transaction wrote a start floor (_latest_offset) */
+static bool wrote_floor = false;
 
 /*
  * How long a distributed step's fence waits for committers on a node (ms):
@@ -872,7 +877,7 @@ typedef struct CommitLog
 static Oid	commit_log_oid = InvalidOid;	/* cached; checked at each open */
 
 static AttrNumber
-log_attnum(Relation rel, const char *name)
+log_attnum(Relation rel, const char *name, Oid type)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 
@@ -881,7 +886,12 @@ log_attnum(Relation rel, const char *name)
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
 		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+		{
+			if (att->atttypid != type)
+				elog(ERROR, "streamwm: streamwm.commit_log.%s has type %s, not %s",
+					 name, format_type_be(att->atttypid), format_type_be(type));
 			return att->attnum;
+		}
 	}
 	elog(ERROR, "streamwm: streamwm.commit_log has no column %s", name);
 	return InvalidAttrNumber;	/* keep the compiler quiet */
@@ -905,18 +915,36 @@ open_commit_log(CommitLog *log, LOCKMODE mode)
 			elog(ERROR, "streamwm: streamwm.commit_log is missing");
 		rel = table_open(commit_log_oid, mode);
 	}
+	/*
+	 * Entries go in as into a catalog (CatalogTupleInsert), which knows
+	 * neither expression nor partial indexes, CHECK constraints or
+	 * defaults: the table must be as the extension made it.
+	 */
 	pk = RelationGetPrimaryKeyIndex(rel);
-	if (!OidIsValid(pk))
-		elog(ERROR, "streamwm: streamwm.commit_log has no primary key");
+	if (!OidIsValid(pk) || list_length(RelationGetIndexList(rel)) != 1 ||
+		rel->rd_rel->relchecks > 0)
+		elog(ERROR, "streamwm: streamwm.commit_log must have its primary key as its only index, and no CHECK constraint");
 	log->rel = rel;
 	log->mode = mode;
 	log->pk = index_open(pk, AccessShareLock);
-	log->stream = log_attnum(rel, "stream");
-	log->partition = log_attnum(rel, "partition");
-	log->lo = log_attnum(rel, "lo");
-	log->hi = log_attnum(rel, "hi");
-	log->arrival = log_attnum(rel, "arrival");
-	log->held_from = log_attnum(rel, "held_from");
+	if (RelationGetIndexExpressions(log->pk) != NIL || RelationGetIndexPredicate(log->pk) != NIL)
+		elog(ERROR, "streamwm: streamwm.commit_log's primary key is not its own");
+	log->stream = log_attnum(rel, "stream", REGCLASSOID);
+	log->partition = log_attnum(rel, "partition", INT4OID);
+	log->lo = log_attnum(rel, "lo", INT8OID);
+	log->hi = log_attnum(rel, "hi", INT8OID);
+	log->arrival = log_attnum(rel, "arrival", TIMESTAMPTZOID);
+	log->held_from = log_attnum(rel, "held_from", TIMESTAMPTZOID);
+	for (int i = 0; i < RelationGetDescr(rel)->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), i);
+
+		if (!att->attisdropped && att->attnum != log->stream && att->attnum != log->partition &&
+			att->attnum != log->lo && att->attnum != log->hi && att->attnum != log->arrival &&
+			att->attnum != log->held_from)
+			elog(ERROR, "streamwm: streamwm.commit_log has a column of its own: %s",
+				 NameStr(att->attname));
+	}
 	log->slot = table_slot_create(rel, NULL);
 }
 
@@ -924,8 +952,9 @@ static void
 close_commit_log(CommitLog *log)
 {
 	ExecDropSingleTupleTableSlot(log->slot);
-	index_close(log->pk, AccessShareLock);
-	table_close(log->rel, log->mode);
+	/* the locks last until the transaction ends, as for any statement */
+	index_close(log->pk, NoLock);
+	table_close(log->rel, NoLock);
 }
 
 /*
@@ -1092,9 +1121,10 @@ streamwm_latest_offset(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	sw_enter_catalog(&cx);
-	open_commit_log(&log, RowExclusiveLock);
+	/* the committers' lock order: the gate, then the commit log */
 	set_tag(&tag, relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS);
 	(void) LockAcquire(&tag, ShareLock, false, false);
+	open_commit_log(&log, RowExclusiveLock);
 	latest = RegisterSnapshot(GetLatestSnapshot());
 	for (int p = 0; p < npartitions; p++)
 	{
@@ -1109,8 +1139,17 @@ streamwm_latest_offset(PG_FUNCTION_ARGS)
 	{
 		TimestampTz now = GetCurrentTimestamp();
 
-		log_insert(&log, relid, slot, start, start, now, now);
+		/*
+		 * lo: the next transaction id.  Every transaction that held an
+		 * offset at or below start then has a lower one: once none of
+		 * those is running, the floor no longer matters
+		 * (sw_catalog_prune_commit_log).
+		 */
+		log_insert(&log, relid, slot,
+				   (int64) U64FromFullTransactionId(ReadNextFullTransactionId()),
+				   start, now, now);
 		CommandCounterIncrement();
+		wrote_floor = true;
 	}
 	(void) LockRelease(&tag, ShareLock, false);
 	close_commit_log(&log);
@@ -1356,6 +1395,15 @@ commit_order_xact_callback(XactEvent event, void *arg)
 				order_commit();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
+			/*
+			 * A prepared transaction keeps its floor under this backend's
+			 * floor partition while the backend goes on: its next floors
+			 * would be skipped as already there, and lost if it rolls back.
+			 */
+			if (wrote_floor)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that has created a query with start_from => 'latest'")));
 			if (nwrites > 0)
 			{
 				/*
@@ -1390,6 +1438,7 @@ commit_order_xact_callback(XactEvent event, void *arg)
 			ordering = false;
 			preparing = false;
 			on_citus_node = false;
+			wrote_floor = false;
 			break;
 		default:
 			break;
