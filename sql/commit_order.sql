@@ -80,6 +80,11 @@ SELECT streamwm.create_query('co_q3', 'SELECT count(*) AS n FROM co', hop => '1 
 PREPARE TRANSACTION 'co_floor';
 SELECT streamwm.drop_query('co_q1');
 SELECT streamwm.drop_query('co_q2');
+-- commits insert into the commit log as into a catalog: one that is not
+-- as the extension made it (here an index of its own) is refused
+CREATE INDEX co_extra ON streamwm.commit_log (arrival);
+INSERT INTO co (sw_partition, sw_write_time, v) VALUES (0, to_timestamp(7), 8);
+DROP INDEX streamwm.co_extra;
 CREATE ROLE co_reader;
 GRANT SELECT ON co TO co_reader;
 SET ROLE co_reader;

@@ -78,8 +78,8 @@
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "executor/executor.h"
-#include "executor/tuptable.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
@@ -87,13 +87,13 @@
 #include "storage/sinvaladt.h"
 #include "utils/backend_status.h"
 #include "utils/builtins.h"
-#include "utils/relcache.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -857,8 +857,9 @@ renumber(int from, int to)
 
 /*
  * streamwm.commit_log, opened with its primary key (stream, partition, hi)
- * for probe_newest(): each commit reads it by direct index scans, not SPI
- * (a kept plan's execution was 12% of a one-row INSERT's transaction).
+ * for the commit path and _latest_offset(): each commit reads and writes it
+ * directly, not through SPI (the two kept plans' execution was a quarter of
+ * a one-row INSERT's backend time).
  */
 typedef struct CommitLog
 {
@@ -1058,7 +1059,8 @@ log_newest(CommitLog *log, Oid relid, int32 partition, Snapshot snapshot,
  * query holds the committers up no longer than a step's fence does.  A
  * floor whose transaction then rolls back has made some commits renumber
  * their rows for nothing, which is all it costs.  Steps delete the floors
- * every partition's newest entry has reached (sw_catalog_prune_commit_log).
+ * every partition's newest entry has reached, or that no running
+ * transaction predates (sw_catalog_prune_commit_log).
  */
 static int64
 start_floor(CommitLog *log, Oid relid)
@@ -1083,8 +1085,9 @@ start_floor(CommitLog *log, Oid relid)
  * when that partition has no floor as high already (a dirty read, which
  * also sees a floor a step is deleting: steps delete only floors that no
  * longer matter).  So its insert never meets a key another transaction is
- * writing or deleting.  Locks are taken before the gate.  Only a role that
- * may add queries to the stream may call it (as create_query checks).
+ * writing or deleting.  The commit log is opened after the gate, in the
+ * committers' order.  Only a role that may add queries to the stream may
+ * call it (as create_query checks).
  */
 PG_FUNCTION_INFO_V1(streamwm_latest_offset);
 
@@ -1160,17 +1163,18 @@ streamwm_latest_offset(PG_FUNCTION_ARGS)
 /*
  * Read each written partition's newest commit log entry, with the latest
  * snapshot, as the catalog's owner (the caller is); a write into a stream
- * dropped in this transaction gets hwm -1.
+ * dropped in this transaction gets hwm -1.  The first write into a local
+ * stream opens streamwm.commit_log into *log (RowExclusiveLock: the caller
+ * adds its entries through it, and closes it).
  * Returns true if some stream must be renumbered (some write has an offset
  * at or below its partition's hwm).
  */
 static bool
-probe_newest(void)
+probe_newest(CommitLog *log)
 {
 	Oid			ptypes[1] = {INT4OID};
 	bool		overtaken = false;
 	int64		floor = 0;
-	CommitLog	log = {0};
 	Snapshot	latest = NULL;
 
 	for (int i = 0; i < nwrites; i++)
@@ -1207,27 +1211,23 @@ probe_newest(void)
 		}
 		else
 		{
-			if (log.rel == NULL)
-			{
-				open_commit_log(&log, AccessShareLock);
+			if (log->rel == NULL)
+				open_commit_log(log, RowExclusiveLock);
+			if (latest == NULL)
 				latest = RegisterSnapshot(GetLatestSnapshot());
-			}
-			writes[i].hwm = log_newest(&log, writes[i].relid, writes[i].partition, latest,
+			writes[i].hwm = log_newest(log, writes[i].relid, writes[i].partition, latest,
 									   &writes[i].prev_arrival);
 			/* the stream's start floor counts as every partition's newest entry */
 			if (i == 0 || writes[i - 1].relid != writes[i].relid)
-				floor = start_floor(&log, writes[i].relid);
+				floor = start_floor(log, writes[i].relid);
 			if (floor > writes[i].hwm)
 				writes[i].hwm = floor;
 		}
 		if (writes[i].lo <= writes[i].hwm)
 			overtaken = true;
 	}
-	if (log.rel != NULL)
-	{
+	if (latest != NULL)
 		UnregisterSnapshot(latest);
-		close_commit_log(&log);
-	}
 	return overtaken;
 }
 
@@ -1298,6 +1298,7 @@ order_commit(void)
 	SwRoleContext cx;
 	TimestampTz arrival;
 	bool		distributed = false;
+	CommitLog	log = {0};		/* opened by the first probe, if a local stream was written */
 
 	ordering = true;
 	qsort(writes, nwrites, sizeof(SwPartitionWrite), write_cmp);
@@ -1315,7 +1316,7 @@ order_commit(void)
 	for (int attempt = 1;; attempt++)
 	{
 		commit_locks(true);
-		if (!probe_newest())
+		if (!probe_newest(&log))
 			break;
 		/* a Citus node renumbers under the locks: it may not use its sequence */
 		if (attempt >= SW_RENUMBER_ATTEMPTS || distributed)
@@ -1337,7 +1338,6 @@ order_commit(void)
 	}
 	/* a local stream's entries: streamwm.commit_log */
 	{
-		CommitLog	log = {0};
 		TimestampTz start = GetCurrentTransactionStartTimestamp();
 
 		for (int i = 0; i < nwrites; i++)
