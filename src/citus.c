@@ -874,20 +874,30 @@ typedef struct PickedPartition
 static HTAB *picked = NULL;
 
 /*
- * How many partitions the distributed stream relid has: its catalog row on
- * the coordinator; on a worker (a row written through it), the first
- * argument of the stream table's sw_ingest trigger, which Citus created
- * there with the table.
+ * How many partitions the stream relid has: its catalog row (a local stream,
+ * or a distributed one on the coordinator); on a worker, where streamwm's
+ * catalog does not know it (a row written, or ingest() called, through
+ * it), the first argument of the distributed stream table's sw_ingest
+ * trigger, which Citus created there with the table.  A clear error for
+ * anything else.
  */
-static int
-default_partitions(Oid relid)
+int
+sw_citus_stream_partitions(Oid relid)
 {
-	char	   *arg;
+	const char *kind;
+	char	   *arg = NULL;
 	int			n = 0;
+	bool		found;
 
-	if (sw_catalog_is_stream(relid))
-		return sw_stream_partitions(relid);
-	arg = dist_ingest_trigger_arg(relid, 0, NULL);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	found = sw_lookup_stream(relid, false, NULL, &n);
+	SPI_finish();
+	if (found)
+		return n;
+	kind = sw_citus_table_kind(relid);
+	if (kind != NULL && strcmp(kind, "distributed table") == 0)
+		arg = dist_ingest_trigger_arg(relid, 0, NULL);
 	if (arg != NULL)
 		n = pg_strtoint32(arg);
 	if (n < 1 || n > 4096)
@@ -912,7 +922,7 @@ streamwm_pick_partition(PG_FUNCTION_ARGS)
 
 	/*
 	 * Anyone can call it: only for a role that may write into the table
-	 * (default_partitions then opens it, and refuses what is not a
+	 * (sw_citus_stream_partitions then opens it, and refuses what is not a
 	 * stream), not a way to lock or claim others' tables (review).
 	 */
 	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
@@ -929,7 +939,7 @@ streamwm_pick_partition(PG_FUNCTION_ARGS)
 	p = hash_search(picked, &relid, HASH_ENTER, &found);
 	if (!found)
 	{
-		p->npartitions = default_partitions(relid);
+		p->npartitions = sw_citus_stream_partitions(relid);
 		p->partition = -1;
 	}
 	if (p->partition >= 0 && p->claimed && !sw_partition_claimed(relid, p->partition))

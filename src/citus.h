@@ -16,6 +16,7 @@ extern void sw_citus_init(void);
 extern bool sw_citus_wrote(Oid relid);
 extern const char *sw_citus_table_kind(Oid relid);
 extern Oid	sw_citus_shard_owner(Oid relid);
+extern int	sw_citus_stream_partitions(Oid relid);
 extern void sw_citus_refuse_stream(Oid stream);
 extern void sw_citus_refuse_query_relation(Oid relid, Oid stream);
 extern void sw_citus_refuse_result_table(Oid result);

@@ -1700,7 +1700,12 @@ ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, bool lines)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("stream must not be NULL")));
 	relid = PG_GETARG_OID(0);
-	npartitions = sw_stream_partitions(relid);	/* errors for a non-stream */
+	/*
+	 * Errors for a non-stream.  On a Citus worker a distributed stream is
+	 * known from its table alone: the INSERTs below go through Citus,
+	 * which routes each row to its partition's shard, wherever that is.
+	 */
+	npartitions = sw_citus_stream_partitions(relid);
 	call->rel = table_open(relid, RowExclusiveLock);
 	call->lines = lines;
 	sw_check_stream_columns(call->rel, &cols);
