@@ -520,14 +520,18 @@ citus_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
 		Oid			relid = rt_fetch(query->resultRelation, query->rtable)->relid;
 		bool		is_stream;
 		char	   *qname;
+		const char *kind;
 
-		if (!IsTransactionState() || sw_citus_table_kind(relid) == NULL)
+		if (!IsTransactionState() || (kind = sw_citus_table_kind(relid)) == NULL)
 			return;
 		if (streamwm_table_role(relid, &is_stream, &qname) && is_stream)
 		{
 			sw_citus_refuse_stream(relid);
 			note_if_distributed_stream(relid);
 		}
+		/* on every node: a worker's catalog does not know the stream */
+		if (strcmp(kind, "distributed table") == 0)
+			sw_citus_route_insert(query, relid);
 	}
 }
 
@@ -545,12 +549,16 @@ sw_citus_utility(PlannedStmt *pstmt)
 		bool		is_stream;
 		char	   *qname;
 
-		if (sw_citus_table_kind(relid) != NULL &&
+		const char *kind = sw_citus_table_kind(relid);
+
+		if (kind != NULL &&
 			streamwm_table_role(relid, &is_stream, &qname) && is_stream)
 		{
 			sw_citus_refuse_stream(relid);
 			note_if_distributed_stream(relid);
 		}
+		if (kind != NULL && strcmp(kind, "distributed table") == 0)
+			sw_citus_route_copy(((CopyStmt *) parsetree)->attlist, relid);
 	}
 }
 
@@ -588,6 +596,7 @@ citus_coordinator(void)
 /*
  * streamwm_internal._check_distributed(partition_key text): what
  * create_stream(..., distributed => true) needs before it makes anything.
+ * (Any partition_key will do: citus_route.c computes it before routing.)
  */
 Datum
 streamwm_check_distributed(PG_FUNCTION_ARGS)
@@ -604,14 +613,6 @@ streamwm_check_distributed(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a distributed stream must be created on the Citus coordinator"),
 				 errhint("Connect to the coordinator (the node with group id 0).")));
-	if (!PG_ARGISNULL(0) && VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("a distributed stream cannot have a partition_key yet"),
-				 errdetail("Citus routes a row by its partition before the row reaches the node that "
-						   "would compute the key's hash."),
-				 errhint("Give sw_partition (or ingest()'s partition) yourself, or leave it to the "
-						 "per-session choice.")));
 	PG_RETURN_VOID();
 }
 

@@ -22,6 +22,8 @@ extern void sw_citus_refuse_query_relation(Oid relid, Oid stream);
 extern void sw_citus_refuse_result_table(Oid result);
 extern void sw_citus_check_copy(Oid relid);
 extern void sw_citus_utility(PlannedStmt *pstmt);
+extern void sw_citus_route_insert(Query *query, Oid relid);
+extern void sw_citus_route_copy(List *attnames, Oid relid);
 extern Oid	sw_citus_log_shard(Oid shard, const char *logname);
 extern TimestampTz sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
 										  struct SwStreamClock *clock, SwPartitionHold *live);

@@ -102,6 +102,7 @@ PG_FUNCTION_INFO_V1(streamwm_stream_insert);
 PG_FUNCTION_INFO_V1(streamwm_ingest_when);
 PG_FUNCTION_INFO_V1(streamwm_ingest);
 PG_FUNCTION_INFO_V1(streamwm_ingest_lines);
+PG_FUNCTION_INFO_V1(streamwm_hash_partition);
 
 /*
  * What the filling needs to know about one stream, cached per backend.  A
@@ -375,12 +376,27 @@ streamwm_ingest_when(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(cstring_to_text(buf.data));
 }
 
+/* The sw_ingest trigger's WHEN clause, checked to be of the form above. */
+static BoolExpr *
+ingest_when_clause(Relation rel, const Trigger *trigger)
+{
+	BoolExpr   *qual = (BoolExpr *) stringToNode(trigger->tgqual);
+
+	if (!IsA(qual, BoolExpr) || qual->boolop != OR_EXPR ||
+		list_length(qual->args) != 3 || !IsA(linitial(qual->args), Const))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("trigger sw_ingest of stream \"%s\" has an unexpected WHEN clause",
+						RelationGetRelationName(rel))));
+	return qual;
+}
+
 /*
- * One expression of the sw_ingest trigger's WHEN clause, ready to run on
- * the row in the scan slot; NULL when the stream has none.
+ * One expression of the sw_ingest trigger's WHEN clause, unplanned, over
+ * Vars of varno 1 (the row); NULL when the stream has none.
  */
 static Expr *
-ingest_bound_expression(Relation rel, Node *arm)
+ingest_when_expression(Relation rel, Node *arm)
 {
 	Node	   *expr;
 
@@ -395,7 +411,78 @@ ingest_bound_expression(Relation rel, Node *arm)
 		return NULL;
 	expr = copyObject(expr);
 	ChangeVarNodes(expr, PRS2_NEW_VARNO, 1, 0);
-	return expression_planner((Expr *) expr);
+	return (Expr *) expr;
+}
+
+/*
+ * One expression of the sw_ingest trigger's WHEN clause, ready to run on
+ * the row in the scan slot; NULL when the stream has none.
+ */
+static Expr *
+ingest_bound_expression(Relation rel, Node *arm)
+{
+	Expr	   *expr = ingest_when_expression(rel, arm);
+
+	return expr != NULL ? expression_planner(expr) : NULL;
+}
+
+/*
+ * The partition_key of the stream table rel as its sw_ingest trigger
+ * holds it, unplanned, over Vars of varno 1 (the row); NULL when the
+ * stream has none.  (A distributed stream's, which Citus keeps on every
+ * node with the table: citus_route.c.)
+ */
+Expr *
+sw_ingest_partition_key(Relation rel, const Trigger *trigger)
+{
+	if (trigger->tgqual == NULL)
+		return NULL;
+	return ingest_when_expression(rel, lthird(ingest_when_clause(rel, trigger)->args));
+}
+
+/* The partition of a (non-NULL) partition_key value. */
+static int32
+key_partition(FmgrInfo *hash, Oid collation, Datum key, int npartitions)
+{
+	return (int32) (DatumGetUInt64(FunctionCall2Coll(hash, collation, key, UInt64GetDatum(0))) %
+					(uint64) npartitions);
+}
+
+/*
+ * streamwm_internal._hash_partition(key anyelement, partitions int)
+ * RETURNS int: the partition a partition_key value picks, as ingest_fill
+ * picks it (the type's extended hash, seed 0, under the call's collation,
+ * modulo the partition count; NULL: partition 0).  For a distributed
+ * stream's INSERT, which computes it before Citus routes the row
+ * (citus_route.c).
+ */
+Datum
+streamwm_hash_partition(PG_FUNCTION_ARGS)
+{
+	int32		partitions = PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1);
+	FmgrInfo   *hash = (FmgrInfo *) fcinfo->flinfo->fn_extra;
+
+	if (partitions < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("partition count must be at least 1")));
+	if (PG_ARGISNULL(0))
+		PG_RETURN_INT32(0);
+	if (hash == NULL)
+	{
+		Oid			type = get_fn_expr_argtype(fcinfo->flinfo, 0);
+		TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC_FINFO);
+
+		if (!OidIsValid(tc->hash_extended_proc))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("partition_key of type %s cannot be hashed",
+							format_type_be(type))));
+		hash = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(FmgrInfo));
+		fmgr_info_cxt(tc->hash_extended_proc, hash, fcinfo->flinfo->fn_mcxt);
+		fcinfo->flinfo->fn_extra = hash;
+	}
+	PG_RETURN_INT32(key_partition(hash, PG_GET_COLLATION(), PG_GETARG_DATUM(0), partitions));
 }
 
 /* Fill a new ingest state of a stream table: its partitions, sequence, columns, expressions. */
@@ -474,16 +561,10 @@ ingest_state_build(IngestState *entry, Relation rel, Trigger *trigger)
 	entry->key_expr = NULL;
 	if (trigger->tgqual != NULL)
 	{
-		BoolExpr   *qual = (BoolExpr *) stringToNode(trigger->tgqual);
+		BoolExpr   *qual = ingest_when_clause(rel, trigger);
 		Expr	   *event;
 		Expr	   *key;
 
-		if (!IsA(qual, BoolExpr) || qual->boolop != OR_EXPR ||
-			list_length(qual->args) != 3 || !IsA(linitial(qual->args), Const))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("trigger sw_ingest of stream \"%s\" has an unexpected WHEN clause",
-							RelationGetRelationName(rel))));
 		event = ingest_bound_expression(rel, lsecond(qual->args));
 		key = ingest_bound_expression(rel, lthird(qual->args));
 		if (event != NULL)
@@ -722,10 +803,7 @@ ingest_fill(IngestState *st, Relation rel, Datum *values, bool *nulls)
 		if (isnull)
 			partition = 0;
 		else
-			partition = (int) (DatumGetUInt64(FunctionCall2Coll(&st->key_hash,
-																st->key_collation,
-																d, UInt64GetDatum(0))) %
-							   (uint64) st->npartitions);
+			partition = key_partition(&st->key_hash, st->key_collation, d, st->npartitions);
 	}
 	else
 	{

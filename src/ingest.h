@@ -9,6 +9,7 @@
 
 #include "executor/tuptable.h"
 #include "nodes/primnodes.h"
+#include "utils/reltrigger.h"
 #include "utils/relcache.h"
 
 extern Expr *sw_row_expression(Relation rel, const char *exprtext,
@@ -21,6 +22,7 @@ typedef struct SwFilled
 	AttrNumber	atts[4];
 } SwFilled;
 
+extern Expr *sw_ingest_partition_key(Relation rel, const Trigger *trigger);
 extern bool sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled);
 extern void sw_ingest_unfill_slot(TupleTableSlot *slot, const SwFilled *filled);
 

@@ -1,0 +1,115 @@
+-- A distributed stream with a partition_key: Citus routes a row by its
+-- partition, so an INSERT that gives none gets it from the key before
+-- routing (citus_route.c), on the coordinator and on a worker, in every
+-- form (one row, a VALUES list, INSERT ... SELECT, prepared, ingest(),
+-- ingest_lines()). Each row lands in the partition a local stream with the
+-- same key gives it (the twin below is written by the same statements).
+-- A value the key needs that is volatile, and a COPY without
+-- sw_partition, are refused; a hostile function planted in public changes
+-- nothing.
+SET TimeZone = 'UTC';
+SET DateStyle = 'ISO, YMD';
+SET client_min_messages = warning;
+SELECT streamwm.create_stream('pk', 'k int, v text', partitions => 4,
+                              partition_key => 'lower(v) || (k % 7)::text', distributed => true);
+SELECT streamwm.create_stream('pk_local', 'k int, v text', partitions => 4,
+                              partition_key => 'lower(v) || (k % 7)::text');
+SELECT streamwm.create_query('pkq', 'SELECT sw_partition AS p, count(*) AS n, sum(k) AS s FROM pk GROUP BY sw_partition',
+                             hop => '10 s', size => '10 s');
+-- the same statements into both streams
+CREATE FUNCTION pk_both(sql text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format(sql, 'pk');
+    EXECUTE format(sql, 'pk_local');
+END $$;
+SELECT pk_both($$INSERT INTO %I (k, v, sw_write_time) VALUES (1, 'A', '1970-01-01 00:00:01Z')$$);
+SELECT pk_both($$INSERT INTO %I (k, v, sw_write_time) VALUES (2, 'b', '1970-01-01 00:00:01Z'),
+                  (3, 'C', '1970-01-01 00:00:02Z'), (4, DEFAULT, '1970-01-01 00:00:02Z')$$);
+SELECT pk_both($$INSERT INTO %I (v, k, sw_write_time)
+                 SELECT 'v' || mod(x, 3), x, '1970-01-01 00:00:03Z' FROM generate_series(5, 40) x$$);
+SELECT pk_both($$INSERT INTO %I (k, v, sw_write_time)
+                 SELECT 41, 'u', '1970-01-01 00:00:04Z'::timestamptz UNION ALL SELECT 42, 'U', '1970-01-01 00:00:04Z'$$);
+SELECT pk_both($$WITH x AS (SELECT 66 AS k, 'with' AS v)
+                 INSERT INTO %I (k, v, sw_write_time) SELECT k, v, '1970-01-01 00:00:04Z' FROM x$$);
+SELECT pk_both($$SELECT streamwm.ingest(%L, '[{"k": 43, "v": "i"}, {"k": 44, "v": "I"}, {"k": 45}]',
+                                        write_time => '1970-01-01 00:00:05Z')$$);
+SELECT pk_both($$SELECT streamwm.ingest_lines(%L, E'{"k": 46, "v": "l"}\n{"k": 47, "v": "L"}',
+                                              write_time => '1970-01-01 00:00:05Z')$$);
+PREPARE pk_one(int, text) AS INSERT INTO pk (k, v, sw_write_time) VALUES ($1, $2, '1970-01-01 00:00:06Z');
+PREPARE pk_one_local(int, text) AS INSERT INTO pk_local (k, v, sw_write_time) VALUES ($1, $2, '1970-01-01 00:00:06Z');
+-- more than five executions: the generic plan too
+EXECUTE pk_one(48, 'p'); EXECUTE pk_one(49, 'p'); EXECUTE pk_one(50, 'p'); EXECUTE pk_one(51, 'p');
+EXECUTE pk_one(52, 'p'); EXECUTE pk_one(53, 'p'); EXECUTE pk_one(54, 'p'); EXECUTE pk_one(55, 'p');
+EXECUTE pk_one_local(48, 'p'); EXECUTE pk_one_local(49, 'p'); EXECUTE pk_one_local(50, 'p'); EXECUTE pk_one_local(51, 'p');
+EXECUTE pk_one_local(52, 'p'); EXECUTE pk_one_local(53, 'p'); EXECUTE pk_one_local(54, 'p'); EXECUTE pk_one_local(55, 'p');
+-- a partition given wins over the key
+INSERT INTO pk (k, v, sw_partition, sw_write_time) VALUES (56, 'x', 3, '1970-01-01 00:00:07Z');
+INSERT INTO pk_local (k, v, sw_partition, sw_write_time) VALUES (56, 'x', 3, '1970-01-01 00:00:07Z');
+-- on a worker, and by an ordinary role, with a hostile function in public
+-- that a name left unqualified would find
+CREATE ROLE regress_pk_writer LOGIN;
+GRANT USAGE ON SCHEMA streamwm TO regress_pk_writer;
+GRANT INSERT, SELECT ON pk, pk_local TO regress_pk_writer;
+CREATE TABLE pk_hostile_calls (n int);
+GRANT INSERT ON pk_hostile_calls TO PUBLIC;
+CREATE FUNCTION public._hash_partition(anyelement, int) RETURNS int
+    LANGUAGE sql AS $$ INSERT INTO public.pk_hostile_calls VALUES (1); SELECT 0 $$;
+CREATE FUNCTION public.lower(text) RETURNS text
+    LANGUAGE sql AS $$ INSERT INTO public.pk_hostile_calls VALUES (2); SELECT 'x' $$;
+\getenv w1 CITUS_W1
+\getenv coordinator CITUS_COORDINATOR
+\connect - regress_pk_writer - :w1
+SET search_path = public, streamwm, streamwm_internal, pg_catalog;
+INSERT INTO pk (k, v, sw_write_time) VALUES (57, 'w', '1970-01-01 00:00:08Z'), (58, 'W', '1970-01-01 00:00:08Z');
+INSERT INTO pk (k, v, sw_write_time) SELECT x, 'w', '1970-01-01 00:00:08Z' FROM generate_series(59, 62) x;
+SELECT streamwm.ingest('pk', '{"k": 63, "v": "wi"}', write_time => '1970-01-01 00:00:08Z');
+-- refused, and nothing stored: a volatile value the key uses, a COPY without sw_partition
+\set VERBOSITY terse
+INSERT INTO pk (k, v) VALUES (64, random()::text);
+COPY pk (k, v) FROM STDIN;
+67	refused
+\.
+\set VERBOSITY default
+-- a volatile value the key does not use, and a COPY that gives the partition
+INSERT INTO pk (k, v, sw_write_time) VALUES (64, 'z', '1970-01-01 00:00:09Z'::timestamptz + 0 * random() * interval '1 s');
+COPY pk (k, v, sw_partition, sw_write_time) FROM STDIN;
+65	c	1	1970-01-01 00:00:09Z
+\.
+\connect - postgres - :coordinator
+SET TimeZone = 'UTC';
+SET DateStyle = 'ISO, YMD';
+SET client_min_messages = warning;
+SELECT count(*) AS hostile_calls FROM pk_hostile_calls;
+-- the worker's rows into the local twin
+INSERT INTO pk_local (k, v, sw_write_time) VALUES (57, 'w', '1970-01-01 00:00:08Z'), (58, 'W', '1970-01-01 00:00:08Z');
+INSERT INTO pk_local (k, v, sw_write_time) SELECT x, 'w', '1970-01-01 00:00:08Z' FROM generate_series(59, 62) x;
+SELECT streamwm.ingest('pk_local', '{"k": 63, "v": "wi"}', write_time => '1970-01-01 00:00:08Z');
+INSERT INTO pk_local (k, v, sw_write_time) VALUES (64, 'z', '1970-01-01 00:00:09Z');
+INSERT INTO pk_local (k, v, sw_partition, sw_write_time) VALUES (65, 'c', 1, '1970-01-01 00:00:09Z');
+-- the same rows in the same partitions, spread over all four
+SELECT count(*) AS rows, count(DISTINCT sw_partition) AS partitions, count(*) FILTER (WHERE k = 67) AS refused FROM pk;
+SELECT count(*) AS differ FROM (
+  (SELECT k, v, sw_partition, sw_write_time FROM pk EXCEPT SELECT k, v, sw_partition, sw_write_time FROM pk_local)
+  UNION ALL
+  (SELECT k, v, sw_partition, sw_write_time FROM pk_local EXCEPT SELECT k, v, sw_partition, sw_write_time FROM pk)) d;
+-- steps read them; a later row in every partition closes [0 s, 10 s)
+INSERT INTO pk (k, v, sw_partition, sw_write_time) SELECT 0, 'end', p, '1970-01-01 00:00:30Z' FROM generate_series(0, 3) p;
+SELECT streamwm.process('pk');
+SELECT p, n, s FROM pkq ORDER BY p;
+SELECT count(*) AS differ FROM (
+  (SELECT p, n, s FROM pkq
+   EXCEPT SELECT sw_partition, count(*), sum(k) FROM pk_local
+           WHERE sw_event_time < '1970-01-01 00:00:10Z' GROUP BY 1)
+  UNION ALL
+  (SELECT sw_partition, count(*), sum(k) FROM pk_local
+    WHERE sw_event_time < '1970-01-01 00:00:10Z' GROUP BY 1
+   EXCEPT SELECT p, n, s FROM pkq)) d;
+SELECT stream, events, late_events FROM streamwm.streams WHERE stream = 'pk'::regclass;
+DROP FUNCTION public._hash_partition(anyelement, int);
+DROP FUNCTION public.lower(text);
+DROP TABLE pk_hostile_calls;
+DROP FUNCTION pk_both(text);
+SELECT streamwm.drop_stream('pk', cascade => true);
+SELECT streamwm.drop_stream('pk_local');
+REVOKE USAGE ON SCHEMA streamwm FROM regress_pk_writer;
+DROP ROLE regress_pk_writer;
