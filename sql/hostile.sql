@@ -125,16 +125,71 @@ SELECT query, result_table, windows_emitted FROM streamwm.queries WHERE query = 
 SELECT streamwm.drop_query('hs_aq2', drop_result => true);
 SELECT to_regclass('public.hs_aq2') IS NOT NULL AS bobs_table_kept;
 
+-- 6. a query started at 'latest' (its start floor in the commit log), the
+-- commits that compare with it and the steps that prune it, with bob's
+-- traps on the bigint and int comparisons, max/min and the snapshot
+-- functions those statements use, under a search_path with public first
+SET ROLE regress_hs_bob;
+CREATE FUNCTION public.trap_i8(bigint, bigint) RETURNS boolean LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO public.pwned VALUES (current_user, 'bigint comparison'); RETURN true; END$$;
+CREATE OPERATOR public.<= (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = public.trap_i8);
+CREATE OPERATOR public.< (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = public.trap_i8);
+CREATE OPERATOR public.> (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = public.trap_i8);
+CREATE FUNCTION public.trap_i4(integer, integer) RETURNS boolean LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO public.pwned VALUES (current_user, 'int comparison'); RETURN true; END$$;
+CREATE OPERATOR public.= (LEFTARG = integer, RIGHTARG = integer, FUNCTION = public.trap_i4);
+CREATE OPERATOR public.< (LEFTARG = integer, RIGHTARG = integer, FUNCTION = public.trap_i4);
+CREATE FUNCTION public.trap_max_sfunc(bigint, bigint) RETURNS bigint LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO public.pwned VALUES (current_user, 'max/min'); RETURN 0; END$$;
+CREATE AGGREGATE public.max(bigint) (SFUNC = public.trap_max_sfunc, STYPE = bigint);
+CREATE AGGREGATE public.min(bigint) (SFUNC = public.trap_max_sfunc, STYPE = bigint);
+CREATE FUNCTION public.pg_current_snapshot() RETURNS pg_snapshot LANGUAGE plpgsql AS
+  $$BEGIN INSERT INTO public.pwned VALUES (current_user, 'pg_current_snapshot'); RETURN pg_catalog.pg_current_snapshot(); END$$;
+RESET ROLE;
+SET ROLE regress_hs_alice;
+SET search_path = public, pg_catalog;
+SELECT streamwm.create_stream('hs_l', 'k int', partitions => 2);
+INSERT INTO hs_l (k, sw_partition, sw_write_time) VALUES (1, 0, '1970-01-01 00:00:01+00'), (2, 1, '1970-01-01 00:00:01+00');
+BEGIN;
+SELECT streamwm.create_query('hs_lq', 'SELECT count(*) AS n, sum(k) AS s FROM hs_l',
+                             hop => '10 s', size => '10 s', start_from => 'latest');
+INSERT INTO hs_l (k, sw_partition, sw_write_time) VALUES (10, 0, '1970-01-01 00:00:02+00');
+COMMIT;
+INSERT INTO hs_l (k, sw_partition, sw_write_time) VALUES (20, 1, '1970-01-01 00:00:03+00'),
+                                                         (0, 0, '1970-01-01 00:00:30+00');
+INSERT INTO hs_l (k, sw_partition, sw_write_time) VALUES (0, 1, '1970-01-01 00:00:30+00');
+SELECT streamwm.process('hs_l');
+SELECT streamwm.process('hs_l');
+SELECT window_start, n, s FROM hs_lq ORDER BY 1;   -- the rows after the start: 10 and 20
+RESET search_path;
+RESET ROLE;
+SELECT count(*) AS floors_left FROM streamwm.commit_log
+ WHERE stream OPERATOR(pg_catalog.=) 'hs_l'::regclass AND partition OPERATOR(pg_catalog.<) 0;
+-- bob may not set a floor in alice's stream
+SET ROLE regress_hs_bob;
+SELECT streamwm_internal._latest_offset('hs_l');
+RESET ROLE;
+
 SELECT who, what FROM pwned;   -- still nothing
 
+SELECT streamwm.drop_stream('hs_l', cascade => true);
+DROP TABLE hs_lq;
 SELECT streamwm.drop_stream('hs_a', cascade => true);
 DROP TABLE hs_aq, public.hs_aq2, bob_s, bob_fake, pwned;
 DROP VIEW bob_v;
 DROP OPERATOR public.= (regclass, oid);
 DROP OPERATOR public.= (oid, regclass);
 DROP OPERATOR public.> (numeric, integer);
+DROP OPERATOR public.<= (bigint, bigint);
+DROP OPERATOR public.< (bigint, bigint);
+DROP OPERATOR public.> (bigint, bigint);
+DROP OPERATOR public.= (integer, integer);
+DROP OPERATOR public.< (integer, integer);
+DROP AGGREGATE public.max(bigint);
+DROP AGGREGATE public.min(bigint);
 DROP FUNCTION public.trap_eq(regclass, oid), public.trap_eq2(oid, regclass), public.trap_gt(numeric, integer),
-    public.unnest(bigint[]);
+    public.unnest(bigint[]), public.trap_i8(bigint, bigint), public.trap_i4(integer, integer),
+    public.trap_max_sfunc(bigint, bigint), public.pg_current_snapshot();
 REVOKE CREATE ON SCHEMA public FROM regress_hs_alice, regress_hs_bob;
 DROP ROLE regress_hs_alice;
 DROP ROLE regress_hs_bob;
