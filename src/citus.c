@@ -535,9 +535,13 @@ citus_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
 	}
 }
 
-/* Before a utility statement (streamwm.c): COPY FROM into a stream that Citus manages. */
-void
-sw_citus_utility(PlannedStmt *pstmt)
+/*
+ * Before a utility statement (streamwm.c): COPY FROM into a stream that
+ * Citus manages.  True if it ran the statement itself (a COPY into a
+ * distributed stream whose partitions come from its key: citus_route.c).
+ */
+bool
+sw_citus_utility(PlannedStmt *pstmt, const char *queryString, QueryCompletion *qc)
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
@@ -558,8 +562,9 @@ sw_citus_utility(PlannedStmt *pstmt)
 			note_if_distributed_stream(relid);
 		}
 		if (kind != NULL && strcmp(kind, "distributed table") == 0)
-			sw_citus_route_copy(((CopyStmt *) parsetree)->attlist, relid);
+			return sw_citus_route_copy(pstmt, queryString, relid, qc);
 	}
+	return false;
 }
 
 /* ---------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #define STREAMWM_CITUS_H
 
 #include "nodes/plannodes.h"
+#include "tcop/cmdtag.h"
 #include "commit_order.h"
 
 struct SwStreamClock;
@@ -21,9 +22,11 @@ extern void sw_citus_refuse_stream(Oid stream);
 extern void sw_citus_refuse_query_relation(Oid relid, Oid stream);
 extern void sw_citus_refuse_result_table(Oid result);
 extern void sw_citus_check_copy(Oid relid);
-extern void sw_citus_utility(PlannedStmt *pstmt);
+extern bool sw_citus_utility(PlannedStmt *pstmt, const char *queryString,
+							 QueryCompletion *qc);
 extern void sw_citus_route_insert(Query *query, Oid relid);
-extern void sw_citus_route_copy(List *attnames, Oid relid);
+extern bool sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid relid,
+								QueryCompletion *qc);
 extern Oid	sw_citus_log_shard(Oid shard, const char *logname);
 extern TimestampTz sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
 										  struct SwStreamClock *clock, SwPartitionHold *live);

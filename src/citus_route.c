@@ -27,19 +27,23 @@
  * result, as it does for sw_partition's DEFAULT.  A value that the key
  * uses and that is not the same twice (a volatile expression in VALUES)
  * would be computed once for the key and once for the row: refused.
- * ingest() inserts with such statements, so it is covered; COPY is not
- * (Citus routes its rows without a statement to rewrite): a COPY that does
- * not give sw_partition is refused with a hint.
+ * ingest() inserts with such statements, so it is covered.  Citus routes
+ * the rows of a COPY as they come, with no statement to rewrite: a COPY
+ * that does not give sw_partition goes into a temporary table first, and
+ * an INSERT ... SELECT moves its rows on (sw_citus_route_copy).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/table.h"
 #include "catalog/pg_type.h"
+#include "commands/copy.h"
+#include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_func.h"
+#include "parser/parse_node.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteHandler.h"
 #include "rewrite/rewriteManip.h"
@@ -47,6 +51,7 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 
 #include "catalog.h"
 #include "citus.h"
@@ -358,30 +363,119 @@ sw_citus_route_insert(Query *query, Oid relid)
 }
 
 /*
- * Before a COPY FROM into relid, a Citus distributed table (citus.c): a
- * distributed stream with a partition_key needs sw_partition among the
- * columns copied.
+ * ProcessUtility (citus.c), before a COPY FROM into relid, a Citus
+ * distributed table: a distributed stream with a partition_key, copied
+ * into without sw_partition, cannot be handed to Citus (it routes COPY
+ * rows as they come, with no statement to add the partition to).  So the
+ * COPY goes into a temporary table of the stream's name and the copied
+ * columns, whose rows an INSERT ... SELECT then moves into the stream (the
+ * INSERT gets its partitions from the key: sw_citus_route_insert), and the
+ * temporary table is dropped.  True if the COPY ran here.  The rows are
+ * written twice on this node, which is the price of the key.
  */
-void
-sw_citus_route_copy(List *attnames, Oid relid)
+bool
+sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid relid,
+					QueryCompletion *qc)
 {
-	Relation	rel = table_open(relid, AccessShareLock);
+	CopyStmt   *stmt = (CopyStmt *) pstmt->utilityStmt;
+	Relation	rel;
+	TupleDesc	desc;
 	int			npartitions;
-	Expr	   *key = dist_partition_key(rel, &npartitions);
-	bool		given = (attnames == NIL);
+	SwStreamColumns cols;
+	StringInfoData create;
+	StringInfoData names;
+	CopyStmt   *into;
+	ParseState *pstate;
+	uint64		processed = 0;
+	const char *temp;
+	char	   *target;
 	ListCell   *lc;
+	int			nestlevel;
 
-	foreach(lc, attnames)
-		if (strcmp(strVal(lfirst(lc)), "sw_partition") == 0)
-			given = true;
-	if (key != NULL && !given)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("COPY into distributed stream %s must give sw_partition",
-						RelationGetRelationName(rel)),
-				 errdetail("Citus routes each row of a COPY by its partition before the "
-						   "stream's partition_key could be computed."),
-				 errhint("INSERT ... SELECT from a COPY into a table of your own, or "
-						 "streamwm.ingest(), computes the partition from the key.")));
+	rel = table_open(relid, AccessShareLock);
+	if (dist_partition_key(rel, &npartitions) == NULL)
+	{
+		table_close(rel, AccessShareLock);
+		return false;
+	}
+	sw_check_stream_columns(rel, &cols);
+	desc = RelationGetDescr(rel);
+	/* all columns, or sw_partition among them: Citus routes by the given one */
+	if (stmt->attlist == NIL)
+	{
+		table_close(rel, AccessShareLock);
+		return false;
+	}
+	foreach(lc, stmt->attlist)
+		if (strcmp(strVal(lfirst(lc)), NameStr(TupleDescAttr(desc, cols.partition - 1)->attname)) == 0)
+		{
+			table_close(rel, AccessShareLock);
+			return false;
+		}
+
+	temp = quote_identifier(RelationGetRelationName(rel));
+	target = sw_relation_name(relid);
+	initStringInfo(&create);
+	initStringInfo(&names);
+	appendStringInfo(&create, "CREATE TEMPORARY TABLE pg_temp.%s (", temp);
+	foreach(lc, stmt->attlist)
+	{
+		char	   *name = strVal(lfirst(lc));
+		AttrNumber	attno = InvalidAttrNumber;
+		Form_pg_attribute att;
+
+		for (int i = 0; i < desc->natts; i++)
+			if (!TupleDescAttr(desc, i)->attisdropped &&
+				strcmp(NameStr(TupleDescAttr(desc, i)->attname), name) == 0)
+				attno = i + 1;
+		if (attno == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" of relation \"%s\" does not exist",
+							name, RelationGetRelationName(rel))));
+		att = TupleDescAttr(desc, attno - 1);
+		appendStringInfo(&create, "%s%s %s", lc == list_head(stmt->attlist) ? "" : ", ",
+						 quote_identifier(name),
+						 format_type_extended(att->atttypid, att->atttypmod,
+											  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
+		if (OidIsValid(att->attcollation) && att->attcollation != get_typcollation(att->atttypid))
+			appendStringInfo(&create, " COLLATE %s", generate_collation_name(att->attcollation));
+		appendStringInfo(&names, "%s%s", lc == list_head(stmt->attlist) ? "" : ", ",
+						 quote_identifier(name));
+	}
+	appendStringInfoString(&create, ")");
 	table_close(rel, AccessShareLock);
+
+	/* the temporary table, made and dropped as the user: it is theirs */
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	nestlevel = sw_enter_safe_path();
+	if (SPI_execute(create.data, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "streamwm: creating the temporary table of a COPY into %s failed", target);
+	sw_leave_safe_path(nestlevel);
+	SPI_finish();
+
+	/* the COPY, with its options, source and WHERE, into that table */
+	into = copyObject(stmt);
+	into->relation = makeRangeVar("pg_temp", RelationGetRelationName(rel), -1);
+	pstate = make_parsestate(NULL);
+	pstate->p_sourcetext = queryString;
+	DoCopy(pstate, into, pstmt->stmt_location, pstmt->stmt_len, &processed);
+	free_parsestate(pstate);
+
+	/* its rows into the stream, as the user (the INSERT's own checks) */
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	nestlevel = sw_enter_safe_path();
+	if (SPI_execute(psprintf("INSERT INTO %s (%s) SELECT %s FROM pg_temp.%s",
+							 target, names.data, names.data, temp), false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "streamwm: moving the rows of a COPY into %s failed", target);
+	if (SPI_execute(psprintf("DROP TABLE pg_temp.%s", temp), false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "streamwm: dropping the temporary table of a COPY into %s failed", target);
+	sw_leave_safe_path(nestlevel);
+	SPI_finish();
+
+	if (qc)
+		SetQueryCompletion(qc, CMDTAG_COPY, processed);
+	return true;
 }

@@ -37,7 +37,8 @@ sw_process_utility(PlannedStmt *pstmt, const char *queryString,
 				   DestReceiver *dest, QueryCompletion *qc)
 {
 	sw_coord_utility(pstmt, context);
-	sw_citus_utility(pstmt);
+	if (sw_citus_utility(pstmt, queryString, qc))
+		return;
 	if (prev_ProcessUtility)
 		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 							params, queryEnv, dest, qc);

@@ -3,9 +3,9 @@
 -- routing (citus_route.c), on the coordinator and on a worker, in every
 -- form (one row, a VALUES list, INSERT ... SELECT, prepared, ingest(),
 -- ingest_lines()). Each row lands in the partition a local stream with the
--- same key gives it (the twin below is written by the same statements).
--- A value the key needs that is volatile, and a COPY without
--- sw_partition, are refused; a hostile function planted in public changes
+-- same key gives it (the twin below is written by the same statements),
+-- COPY too (through a temporary table). A value the key needs that is
+-- volatile is refused; a hostile function planted in public changes
 -- nothing.
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
@@ -63,13 +63,25 @@ SET search_path = public, streamwm, streamwm_internal, pg_catalog;
 INSERT INTO pk (k, v, sw_write_time) VALUES (57, 'w', '1970-01-01 00:00:08Z'), (58, 'W', '1970-01-01 00:00:08Z');
 INSERT INTO pk (k, v, sw_write_time) SELECT x, 'w', '1970-01-01 00:00:08Z' FROM generate_series(59, 62) x;
 SELECT streamwm.ingest('pk', '{"k": 63, "v": "wi"}', write_time => '1970-01-01 00:00:08Z');
--- refused, and nothing stored: a volatile value the key uses, a COPY without sw_partition
+-- a COPY without sw_partition: through a temporary table and an INSERT
+COPY pk (v, k, sw_write_time) FROM STDIN WITH (FORMAT csv) WHERE k < 70;
+"co,py",68,1970-01-01 00:00:09Z
+COPY,69,1970-01-01 00:00:09Z
+skipped,70,1970-01-01 00:00:09Z
+\.
+-- refused, and nothing stored: a volatile value the key uses, a bad value
+-- in a COPY (named as the user wrote it), a column the stream lacks
 \set VERBOSITY terse
 INSERT INTO pk (k, v) VALUES (64, random()::text);
 COPY pk (k, v) FROM STDIN;
 67	refused
+x	refused
+\.
+COPY pk (k, nope) FROM STDIN;
+67	refused
 \.
 \set VERBOSITY default
+SELECT count(*) AS temporary_tables FROM pg_class WHERE relpersistence = 't';
 -- a volatile value the key does not use, and a COPY that gives the partition
 INSERT INTO pk (k, v, sw_write_time) VALUES (64, 'z', '1970-01-01 00:00:09Z'::timestamptz + 0 * random() * interval '1 s');
 COPY pk (k, v, sw_partition, sw_write_time) FROM STDIN;
@@ -86,6 +98,11 @@ INSERT INTO pk_local (k, v, sw_write_time) SELECT x, 'w', '1970-01-01 00:00:08Z'
 SELECT streamwm.ingest('pk_local', '{"k": 63, "v": "wi"}', write_time => '1970-01-01 00:00:08Z');
 INSERT INTO pk_local (k, v, sw_write_time) VALUES (64, 'z', '1970-01-01 00:00:09Z');
 INSERT INTO pk_local (k, v, sw_partition, sw_write_time) VALUES (65, 'c', 1, '1970-01-01 00:00:09Z');
+COPY pk_local (v, k, sw_write_time) FROM STDIN WITH (FORMAT csv) WHERE k < 70;
+"co,py",68,1970-01-01 00:00:09Z
+COPY,69,1970-01-01 00:00:09Z
+skipped,70,1970-01-01 00:00:09Z
+\.
 -- the same rows in the same partitions, spread over all four
 SELECT count(*) AS rows, count(DISTINCT sw_partition) AS partitions, count(*) FILTER (WHERE k = 67) AS refused FROM pk;
 SELECT count(*) AS differ FROM (
