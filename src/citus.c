@@ -520,19 +520,23 @@ citus_post_parse_analyze(ParseState *pstate, Query *query, JumbleState *jstate)
 		Oid			relid = rt_fetch(query->resultRelation, query->rtable)->relid;
 		bool		is_stream;
 		char	   *qname;
-		const char *kind;
 
-		if (!IsTransactionState() || (kind = sw_citus_table_kind(relid)) == NULL)
+		if (!IsTransactionState() || sw_citus_table_kind(relid) == NULL)
 			return;
 		if (streamwm_table_role(relid, &is_stream, &qname) && is_stream)
 		{
 			sw_citus_refuse_stream(relid);
 			note_if_distributed_stream(relid);
 		}
-		/* on every node: a worker's catalog does not know the stream */
-		if (strcmp(kind, "distributed table") == 0)
-			sw_citus_route_insert(query, relid);
 	}
+	/*
+	 * The partitions of rows inserted into distributed streams, at the top
+	 * or in a WITH; on every node (a worker's catalog does not know the
+	 * stream)
+	 */
+	if ((query->commandType == CMD_INSERT || query->hasModifyingCTE) &&
+		IsTransactionState() && OidIsValid(citus_catalog("pg_dist_partition")))
+		sw_citus_route_statement(query);
 }
 
 /*
@@ -875,6 +879,7 @@ typedef struct PickedPartition
 	int			npartitions;
 	int			partition;
 	bool		claimed;
+	bool		keyed;			/* the stream has a partition_key */
 } PickedPartition;
 
 static HTAB *picked = NULL;
@@ -947,7 +952,23 @@ streamwm_pick_partition(PG_FUNCTION_ARGS)
 	{
 		p->npartitions = sw_citus_stream_partitions(relid);
 		p->partition = -1;
+		p->keyed = sw_citus_has_partition_key(relid);
 	}
+	/*
+	 * With a partition_key the partition is computed when the INSERT is
+	 * parsed (citus_route.c), so this DEFAULT runs only for a statement
+	 * that was not (a SQL function's BEGIN ATOMIC body is stored analyzed,
+	 * without the hook): never a partition the key did not choose.
+	 */
+	if (p->keyed)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot compute the partition_key of distributed stream %s for this statement",
+						name),
+				 errdetail("The partition of a row of a distributed stream with a partition_key is "
+						   "computed when its INSERT is parsed; this INSERT was analyzed without streamwm "
+						   "(the body of a SQL function written with BEGIN ATOMIC is)."),
+				 errhint("Give sw_partition, or write the function with a string body (AS $$ ... $$).")));
 	if (p->partition >= 0 && p->claimed && !sw_partition_claimed(relid, p->partition))
 		p->partition = -1;
 	if (p->partition < 0)

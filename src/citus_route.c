@@ -36,12 +36,16 @@
 #include "postgres.h"
 
 #include "access/table.h"
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "commands/copy.h"
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
 #include "parser/parse_func.h"
 #include "parser/parse_node.h"
 #include "parser/parsetree.h"
@@ -51,31 +55,35 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/ruleutils.h"
+#include "utils/syscache.h"
 
 #include "catalog.h"
 #include "citus.h"
 #include "guard.h"
 #include "ingest.h"
 
-/* A row's columns for the key: what the INSERT stores in each. */
-typedef struct KeyRow
+/* What an INSERT into one distributed stream needs to give its rows a partition. */
+typedef struct Route
 {
 	Relation	rel;
-	AttrNumber	write_time;		/* sw_write_time's attnum */
-	Node	  **given;			/* by attnum - 1: the INSERT's expression, or NULL */
-} KeyRow;
+	Expr	   *key;			/* the partition_key, or NULL */
+	int			npartitions;
+	AttrNumber	partition;		/* sw_partition's attnum */
+	AttrNumber	write_time;		/* sw_write_time's */
+	Node	  **given;			/* by attnum - 1: what the row gives, or NULL */
+} Route;
 
 /*
  * The partition_key of distributed stream rel and its partition count, from
  * its sw_ingest trigger (two arguments: partitions, commit log); NULL if it
- * has none, or rel is no distributed stream.
+ * has none.  *is_stream: rel is a distributed stream at all.
  */
 static Expr *
-dist_partition_key(Relation rel, int *npartitions)
+dist_partition_key(Relation rel, int *npartitions, bool *is_stream)
 {
 	TriggerDesc *td = rel->trigdesc;
 
+	*is_stream = false;
 	if (td == NULL)
 		return NULL;
 	for (int i = 0; i < td->numtriggers; i++)
@@ -83,21 +91,35 @@ dist_partition_key(Relation rel, int *npartitions)
 		Trigger    *t = &td->triggers[i];
 
 		if (strcmp(t->tgname, "sw_ingest") == 0 && t->tgnargs == 2 &&
-			t->tgqual != NULL && sw_is_ingest_function(t->tgfoid))
+			sw_is_ingest_function(t->tgfoid))
 		{
+			*is_stream = true;
 			*npartitions = pg_strtoint32(t->tgargs[0]);
 			if (*npartitions < 1)
 				elog(ERROR, "invalid partition count in trigger on %s",
 					 RelationGetRelationName(rel));
-			return sw_ingest_partition_key(rel, t);
+			return t->tgqual != NULL ? sw_ingest_partition_key(rel, t) : NULL;
 		}
 	}
 	return NULL;
 }
 
+/* Does distributed stream relid have a partition_key? (_pick_partition) */
+bool
+sw_citus_has_partition_key(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	int			npartitions;
+	bool		is_stream;
+	bool		has = dist_partition_key(rel, &npartitions, &is_stream) != NULL;
+
+	table_close(rel, AccessShareLock);
+	return has;
+}
+
 /* The key's column Vars replaced by what the row stores there. */
 static Node *
-key_row_mutator(Node *node, KeyRow *row)
+key_row_mutator(Node *node, Route *r)
 {
 	if (node == NULL)
 		return NULL;
@@ -107,61 +129,86 @@ key_row_mutator(Node *node, KeyRow *row)
 		Var		   *var = (Var *) node;
 		Node	   *e;
 
-		if (var->varattno <= 0 || var->varattno > RelationGetDescr(row->rel)->natts)
+		if (var->varattno <= 0 || var->varattno > RelationGetDescr(r->rel)->natts)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("the partition_key of distributed stream %s uses the whole row",
-							RelationGetRelationName(row->rel)),
+							RelationGetRelationName(r->rel)),
 					 errhint("Give sw_partition in the INSERT.")));
-		e = row->given[var->varattno - 1];
+		e = r->given[var->varattno - 1];
 		if (e != NULL && !IsA(e, SetToDefault))
 		{
 			if (contain_volatile_functions(e))
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("the value of column \"%s\" of distributed stream %s is volatile, and its partition_key uses it",
-								NameStr(TupleDescAttr(RelationGetDescr(row->rel), var->varattno - 1)->attname),
-								RelationGetRelationName(row->rel)),
+								NameStr(TupleDescAttr(RelationGetDescr(r->rel), var->varattno - 1)->attname),
+								RelationGetRelationName(r->rel)),
 						 errdetail("The partition is computed from the key before Citus routes the row, "
 								   "so the value would be computed twice."),
 						 errhint("Compute the value in a subquery (INSERT ... SELECT), or give sw_partition.")));
 			return copyObject(e);
 		}
-		if (var->varattno == row->write_time)
+		if (var->varattno == r->write_time)
 			return (Node *) makeFuncExpr(F_CLOCK_TIMESTAMP, TIMESTAMPTZOID, NIL,
 										 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
-		e = build_column_default(row->rel, var->varattno);
+		e = build_column_default(r->rel, var->varattno);
 		if (e != NULL)
 		{
 			if (contain_volatile_functions(e))
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("the default of column \"%s\" of distributed stream %s is volatile, and its partition_key uses it",
-								NameStr(TupleDescAttr(RelationGetDescr(row->rel), var->varattno - 1)->attname),
-								RelationGetRelationName(row->rel)),
+								NameStr(TupleDescAttr(RelationGetDescr(r->rel), var->varattno - 1)->attname),
+								RelationGetRelationName(r->rel)),
 						 errhint("Give the column's value, or sw_partition, in the INSERT.")));
 			return e;
 		}
 		return (Node *) makeNullConst(var->vartype, var->vartypmod, var->varcollid);
 	}
-	return expression_tree_mutator(node, key_row_mutator, (void *) row);
+	return expression_tree_mutator(node, key_row_mutator, (void *) r);
 }
 
-/* streamwm_internal._hash_partition(<key over the row>, npartitions) */
+/*
+ * The partition of the row in r->given: the one it gives; where it gives
+ * none or NULL (as ingest() does for an object without one),
+ * _hash_partition(<key over the row>, n) under the key's collation, as
+ * ingest.c hashes it, or without a key sw_partition's DEFAULT (the
+ * session's partition).
+ */
 static Expr *
-partition_of_row(Expr *key, KeyRow *row, int npartitions)
+partition_of_row(Route *r)
 {
-	Oid			argtypes[2] = {ANYELEMENTOID, INT4OID};
-	Oid			fn = LookupFuncName(list_make2(makeString("streamwm_internal"),
-											   makeString("_hash_partition")),
-									2, argtypes, false);
-	Node	   *value = key_row_mutator((Node *) key, row);
+	Node	   *given = r->given[r->partition - 1];
+	Expr	   *computed;
+	CoalesceExpr *c;
 
-	return (Expr *) makeFuncExpr(fn, INT4OID,
-								 list_make2(value,
-											makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
-													  Int32GetDatum(npartitions), false, true)),
-								 InvalidOid, exprCollation(value), COERCE_EXPLICIT_CALL);
+	if (given != NULL && IsA(given, Const) && !((Const *) given)->constisnull)
+		return (Expr *) copyObject(given);
+	if (r->key != NULL)
+	{
+		Oid			argtypes[2] = {ANYELEMENTOID, INT4OID};
+		Oid			fn = LookupFuncName(list_make2(makeString("streamwm_internal"),
+												   makeString("_hash_partition")),
+										2, argtypes, false);
+
+		computed = (Expr *) makeFuncExpr(fn, INT4OID,
+										 list_make2(key_row_mutator((Node *) r->key, r),
+													makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
+															  Int32GetDatum(r->npartitions), false, true)),
+										 InvalidOid, exprCollation((Node *) r->key),
+										 COERCE_EXPLICIT_CALL);
+	}
+	else
+		computed = (Expr *) build_column_default(r->rel, r->partition);
+	if (given == NULL || IsA(given, SetToDefault) || computed == NULL)
+		return computed != NULL ? computed : (Expr *) copyObject(given);
+	c = makeNode(CoalesceExpr);
+	c->coalescetype = INT4OID;
+	c->coalescecollid = InvalidOid;
+	c->args = list_make2(copyObject(given), computed);
+	c->location = -1;
+	return (Expr *) c;
 }
 
 /* The INSERT's target entry of attribute attno, or NULL. */
@@ -201,51 +248,72 @@ source_of(Query *query, int *rti)
 	return rte;
 }
 
-/*
- * INSERT ... SELECT: the SELECT becomes
- *	 SELECT s.*, _hash_partition(<key over s's columns>, n) FROM (<SELECT>) s
- * and sw_partition its last column: Citus inserts a SELECT's columns into
- * the target columns they stand for, so the partition must be one of them.
- */
-static TargetEntry *
-partition_from_select(Query *query, RangeTblEntry *sub, int sub_rti, Expr *key,
-					  KeyRow *row, int npartitions, AttrNumber att_partition)
+/* r->given: the INSERT's target expressions, by attnum */
+static void
+given_by_targets(Query *query, Route *r)
 {
-	Query	   *wrap = makeNode(Query);
-	RangeTblEntry *inner = copyObject(sub);
-	RangeTblRef *ref = makeNode(RangeTblRef);
-	int			natts = RelationGetDescr(row->rel)->natts;
-	int			ncols = 0;
+	int			natts = RelationGetDescr(r->rel)->natts;
 	ListCell   *lc;
 
-	/* the INSERT's expressions over the SELECT's columns, now as Vars of s */
 	foreach(lc, query->targetList)
 	{
 		TargetEntry *tle = lfirst(lc);
 
 		if (!tle->resjunk && tle->resno >= 1 && tle->resno <= natts)
-		{
-			Node	   *e = copyObject((Node *) tle->expr);
-
-			ChangeVarNodes(e, sub_rti, 1, 0);
-			row->given[tle->resno - 1] = e;
-		}
+			r->given[tle->resno - 1] = (Node *) tle->expr;
 	}
+}
+
+/*
+ * INSERT ... SELECT: the SELECT becomes
+ *	 SELECT s.*, <partition over s's columns> FROM (<SELECT>) s
+ * and sw_partition its last column: Citus inserts a SELECT's columns into
+ * the target columns they stand for, so the partition must be one of them.
+ * Returns that column's number.
+ */
+static int
+partition_from_select(Query *query, RangeTblEntry *sub, int sub_rti, Route *r)
+{
+	Query	   *wrap = makeNode(Query);
+	RangeTblEntry *inner = copyObject(sub);
+	RangeTblRef *ref = makeNode(RangeTblRef);
+	int			natts = RelationGetDescr(r->rel)->natts;
+	int			ncols = 0;
+	ListCell   *lc;
+
+	/* the INSERT's expressions over the SELECT's columns, now as Vars of s */
+	given_by_targets(query, r);
+	for (int a = 0; a < natts; a++)
+		if (r->given[a] != NULL)
+		{
+			r->given[a] = copyObject(r->given[a]);
+			ChangeVarNodes(r->given[a], sub_rti, 1, 0);
+		}
 	/* one level deeper: its references to the INSERT's WITH, too */
 	IncrementVarSublevelsUp((Node *) inner->subquery, 1, 1);
 	inner->alias = makeAlias("sw_select", NIL);
+	inner->inFromCl = true;		/* deparsed (Citus) with its FROM */
 	wrap->commandType = CMD_SELECT;
 	wrap->querySource = QSRC_ORIGINAL;
 	wrap->canSetTag = true;
 	wrap->rtable = list_make1(inner);
 	ref->rtindex = 1;
 	wrap->jointree = makeFromExpr(list_make1(ref), NULL);
-	foreach(lc, sub->subquery->targetList)
+	foreach(lc, inner->subquery->targetList)
 	{
 		TargetEntry *tle = lfirst(lc);
 
 		if (tle->resjunk)
 			continue;
+		/*
+		 * A literal of unknown type, which the INSERT copied up rather than
+		 * read from the SELECT (see transformInsertStmt), becomes text, as
+		 * a top-level SELECT's would: Citus cannot pass on a column of
+		 * unknown type from a subquery it plans on its own.
+		 */
+		if (exprType((Node *) tle->expr) == UNKNOWNOID)
+			tle->expr = (Expr *) coerce_type(NULL, (Node *) tle->expr, UNKNOWNOID, TEXTOID, -1,
+											 COERCION_IMPLICIT, COERCE_IMPLICIT_CAST, -1);
 		ncols++;
 		wrap->targetList = lappend(wrap->targetList,
 								   makeTargetEntry((Expr *) makeVarFromTargetEntry(1, tle),
@@ -254,112 +322,161 @@ partition_from_select(Query *query, RangeTblEntry *sub, int sub_rti, Expr *key,
 	}
 	ncols++;
 	wrap->targetList = lappend(wrap->targetList,
-							   makeTargetEntry(partition_of_row(key, row, npartitions), ncols,
+							   makeTargetEntry(partition_of_row(r), ncols,
 											   pstrdup("sw_partition"), false));
 	sub->subquery = wrap;
 	sub->eref->colnames = lappend(sub->eref->colnames, makeString(pstrdup("sw_partition")));
-	return makeTargetEntry((Expr *) makeVar(sub_rti, ncols, INT4OID, -1, InvalidOid, 0),
-						   att_partition, pstrdup("sw_partition"), false);
+	return ncols;
 }
 
 /*
- * post_parse_analyze (citus.c): an INSERT into relid, a Citus distributed
- * table.  If it is a distributed stream with a partition_key and the
- * INSERT does not give sw_partition, add sw_partition computed from the
- * key, as the header says.
+ * A multi-row VALUES list: each target is one of its columns; the
+ * partition is computed in each row from that row's values, in the
+ * column sw_partition's target names, or in a column added for it.
+ * Returns that column's number.
  */
-void
-sw_citus_route_insert(Query *query, Oid relid)
+static int
+partition_in_values(Query *query, RangeTblEntry *values, int values_rti, Route *r)
+{
+	int			natts = RelationGetDescr(r->rel)->natts;
+	int		   *column = palloc0(natts * sizeof(int));
+	int			pcol;
+	List	   *lists = NIL;
+	ListCell   *lc;
+
+	foreach(lc, query->targetList)
+	{
+		TargetEntry *tle = lfirst(lc);
+		Var		   *var = (Var *) tle->expr;
+
+		if (tle->resjunk || tle->resno < 1 || tle->resno > natts)
+			continue;
+		if (!IsA(var, Var) || var->varno != values_rti || var->varlevelsup != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot compute the partition of distributed stream %s for this INSERT",
+							RelationGetRelationName(r->rel)),
+					 errhint("Give sw_partition in the INSERT.")));
+		column[tle->resno - 1] = var->varattno;
+	}
+	pcol = column[r->partition - 1];
+	foreach(lc, values->values_lists)
+	{
+		List	   *vals = list_copy(lfirst(lc));
+
+		for (int a = 0; a < natts; a++)
+			r->given[a] = column[a] > 0 ? list_nth(vals, column[a] - 1) : NULL;
+		if (pcol > 0)
+			lfirst(list_nth_cell(vals, pcol - 1)) = partition_of_row(r);
+		else
+			vals = lappend(vals, partition_of_row(r));
+		lists = lappend(lists, vals);
+	}
+	values->values_lists = lists;
+	if (pcol > 0)
+		return pcol;
+	values->coltypes = lappend_oid(values->coltypes, INT4OID);
+	values->coltypmods = lappend_int(values->coltypmods, -1);
+	values->colcollations = lappend_oid(values->colcollations, InvalidOid);
+	values->eref->colnames = lappend(values->eref->colnames, makeString(pstrdup("sw_partition")));
+	return list_length(values->coltypes);
+}
+
+/*
+ * An INSERT into relid, a Citus distributed table: if it is a distributed
+ * stream whose rows need their partition computed here (a key, and no
+ * partition given; or a partition given that may be NULL), compute it as
+ * the header says.
+ */
+static void
+route_insert(Query *query, Oid relid)
 {
 	Relation	rel = table_open(relid, AccessShareLock);
 	SwStreamColumns cols;
-	Expr	   *key;
-	int			npartitions = 0;
-	int			natts = RelationGetDescr(rel)->natts;
-	KeyRow		row;
+	Route		r;
+	bool		is_stream;
 	RangeTblEntry *source;
 	int			source_rti = 0;
 	TargetEntry *tle;
-	ListCell   *lc;
+	Node	   *given;
 
-	key = dist_partition_key(rel, &npartitions);
-	if (key == NULL)
+	memset(&r, 0, sizeof(r));
+	r.rel = rel;
+	r.key = dist_partition_key(rel, &r.npartitions, &is_stream);
+	if (!is_stream)
 	{
 		table_close(rel, AccessShareLock);
 		return;
 	}
 	sw_check_stream_columns(rel, &cols);
-	if (target_of(query, cols.partition) != NULL)
+	r.partition = cols.partition;
+	r.write_time = cols.write_time;
+	tle = target_of(query, cols.partition);
+	given = tle != NULL ? (Node *) tle->expr : NULL;
+	/* nothing to do: Citus routes by the partition given, or the DEFAULT's */
+	if ((given != NULL && IsA(given, Const) && !((Const *) given)->constisnull) ||
+		(given == NULL && r.key == NULL))
 	{
 		table_close(rel, AccessShareLock);
 		return;
 	}
-	row.rel = rel;
-	row.write_time = cols.write_time;
-	row.given = palloc0(natts * sizeof(Node *));
+	r.given = palloc0(RelationGetDescr(rel)->natts * sizeof(Node *));
 
 	source = source_of(query, &source_rti);
-	if (source != NULL && source->rtekind == RTE_SUBQUERY)
-		tle = partition_from_select(query, source, source_rti, key, &row, npartitions,
-									cols.partition);
-	else if (source == NULL)
+	if (source == NULL)
 	{
 		/* one row of expressions (or none: DEFAULT VALUES) */
-		foreach(lc, query->targetList)
-		{
-			tle = lfirst(lc);
-			if (!tle->resjunk && tle->resno >= 1 && tle->resno <= natts)
-				row.given[tle->resno - 1] = (Node *) tle->expr;
-		}
-		tle = makeTargetEntry(partition_of_row(key, &row, npartitions), cols.partition,
-							  pstrdup("sw_partition"), false);
+		given_by_targets(query, &r);
+		if (tle != NULL)
+			tle->expr = partition_of_row(&r);
+		else
+			query->targetList = lappend(query->targetList,
+										makeTargetEntry(partition_of_row(&r), cols.partition,
+														pstrdup("sw_partition"), false));
 	}
 	else
 	{
-		/*
-		 * Each target is a column of the VALUES list: the partition is a
-		 * column more, computed in each row from that row's values.
-		 */
-		int		   *column = palloc0(natts * sizeof(int));
-		List	   *lists = NIL;
-		ListCell   *lr;
-		int			newcol = list_length(source->coltypes) + 1;
+		int			col = source->rtekind == RTE_SUBQUERY ?
+			partition_from_select(query, source, source_rti, &r) :
+			partition_in_values(query, source, source_rti, &r);
+		Var		   *var = makeVar(source_rti, col, INT4OID, -1, InvalidOid, 0);
 
-		foreach(lc, query->targetList)
-		{
-			Var		   *var = (Var *) ((TargetEntry *) lfirst(lc))->expr;
-
-			tle = lfirst(lc);
-			if (tle->resjunk || tle->resno < 1 || tle->resno > natts)
-				continue;
-			if (!IsA(var, Var) || var->varno != source_rti || var->varlevelsup != 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot compute the partition_key of distributed stream %s for this INSERT",
-								RelationGetRelationName(rel)),
-						 errhint("Give sw_partition in the INSERT.")));
-			column[tle->resno - 1] = var->varattno;
-		}
-		foreach(lr, source->values_lists)
-		{
-			List	   *vals = lfirst(lr);
-
-			for (int a = 0; a < natts; a++)
-				row.given[a] = column[a] > 0 ? list_nth(vals, column[a] - 1) : NULL;
-			lists = lappend(lists, lappend(list_copy(vals),
-										   partition_of_row(key, &row, npartitions)));
-		}
-		source->values_lists = lists;
-		source->coltypes = lappend_oid(source->coltypes, INT4OID);
-		source->coltypmods = lappend_int(source->coltypmods, -1);
-		source->colcollations = lappend_oid(source->colcollations, InvalidOid);
-		source->eref->colnames = lappend(source->eref->colnames, makeString(pstrdup("sw_partition")));
-		tle = makeTargetEntry((Expr *) makeVar(source_rti, newcol, INT4OID, -1, InvalidOid, 0),
-							  cols.partition, pstrdup("sw_partition"), false);
+		if (tle != NULL)
+			tle->expr = (Expr *) var;
+		else
+			query->targetList = lappend(query->targetList,
+										makeTargetEntry((Expr *) var, cols.partition,
+														pstrdup("sw_partition"), false));
 	}
 	/* an INSERT's target list has no resjunk entries; the rewriter orders it */
-	query->targetList = lappend(query->targetList, tle);
 	table_close(rel, AccessShareLock);
+}
+
+/*
+ * post_parse_analyze (citus.c), with Citus installed: every INSERT of the
+ * statement into a Citus distributed table, at its top or in a WITH (where
+ * data-modifying statements may be), is given to route_insert.
+ */
+void
+sw_citus_route_statement(Query *query)
+{
+	ListCell   *lc;
+
+	if (query->commandType == CMD_INSERT && query->resultRelation > 0)
+	{
+		Oid			relid = rt_fetch(query->resultRelation, query->rtable)->relid;
+		const char *kind = sw_citus_table_kind(relid);
+
+		if (kind != NULL && strcmp(kind, "distributed table") == 0)
+			route_insert(query, relid);
+	}
+	foreach(lc, query->cteList)
+	{
+		CommonTableExpr *cte = lfirst(lc);
+
+		if (IsA(cte->ctequery, Query) && ((Query *) cte->ctequery)->commandType != CMD_SELECT)
+			sw_citus_route_statement((Query *) cte->ctequery);
+	}
 }
 
 /*
@@ -369,7 +486,7 @@ sw_citus_route_insert(Query *query, Oid relid)
  * rows as they come, with no statement to add the partition to).  So the
  * COPY goes into a temporary table of the stream's name and the copied
  * columns, whose rows an INSERT ... SELECT then moves into the stream (the
- * INSERT gets its partitions from the key: sw_citus_route_insert), and the
+ * INSERT gets its partitions from the key: route_insert), and the
  * temporary table is dropped.  True if the COPY ran here.  The rows are
  * written twice on this node, which is the price of the key.
  */
@@ -381,6 +498,7 @@ sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid relid,
 	Relation	rel;
 	TupleDesc	desc;
 	int			npartitions;
+	bool		is_stream;
 	SwStreamColumns cols;
 	StringInfoData create;
 	StringInfoData names;
@@ -388,12 +506,13 @@ sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid relid,
 	ParseState *pstate;
 	uint64		processed = 0;
 	const char *temp;
+	char	   *tempname;
 	char	   *target;
 	ListCell   *lc;
 	int			nestlevel;
 
 	rel = table_open(relid, AccessShareLock);
-	if (dist_partition_key(rel, &npartitions) == NULL)
+	if (dist_partition_key(rel, &npartitions, &is_stream) == NULL)
 	{
 		table_close(rel, AccessShareLock);
 		return false;
@@ -413,7 +532,15 @@ sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid relid,
 			return false;
 		}
 
-	temp = quote_identifier(RelationGetRelationName(rel));
+	/*
+	 * The temporary table has the stream's name, so that an error in the
+	 * COPY names it as the user wrote it; unless the session has a
+	 * temporary relation of that name already.
+	 */
+	tempname = RelationGetRelationName(rel);
+	if (OidIsValid(RangeVarGetRelid(makeRangeVar("pg_temp", tempname, -1), NoLock, true)))
+		tempname = psprintf("sw_copy_%u", relid);
+	temp = quote_identifier(tempname);
 	target = sw_relation_name(relid);
 	initStringInfo(&create);
 	initStringInfo(&names);
@@ -439,7 +566,19 @@ sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid relid,
 						 format_type_extended(att->atttypid, att->atttypmod,
 											  FORMAT_TYPE_TYPEMOD_GIVEN | FORMAT_TYPE_FORCE_QUALIFY));
 		if (OidIsValid(att->attcollation) && att->attcollation != get_typcollation(att->atttypid))
-			appendStringInfo(&create, " COLLATE %s", generate_collation_name(att->attcollation));
+		{
+			HeapTuple	tp = SearchSysCache1(COLLOID, ObjectIdGetDatum(att->attcollation));
+			Form_pg_collation coll;
+
+			if (!HeapTupleIsValid(tp))
+				elog(ERROR, "cache lookup failed for collation %u", att->attcollation);
+			coll = (Form_pg_collation) GETSTRUCT(tp);
+			/* qualified: the statement runs under pg_catalog, pg_temp */
+			appendStringInfo(&create, " COLLATE %s",
+							 quote_qualified_identifier(get_namespace_name(coll->collnamespace),
+														NameStr(coll->collname)));
+			ReleaseSysCache(tp);
+		}
 		appendStringInfo(&names, "%s%s", lc == list_head(stmt->attlist) ? "" : ", ",
 						 quote_identifier(name));
 	}
@@ -457,7 +596,7 @@ sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid relid,
 
 	/* the COPY, with its options, source and WHERE, into that table */
 	into = copyObject(stmt);
-	into->relation = makeRangeVar("pg_temp", RelationGetRelationName(rel), -1);
+	into->relation = makeRangeVar("pg_temp", tempname, -1);
 	pstate = make_parsestate(NULL);
 	pstate->p_sourcetext = queryString;
 	DoCopy(pstate, into, pstmt->stmt_location, pstmt->stmt_len, &processed);

@@ -76,6 +76,7 @@
 #include "rewrite/rewriteManip.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
@@ -1778,6 +1779,10 @@ ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, bool lines)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("stream must not be NULL")));
 	relid = PG_GETARG_OID(0);
+	/* before any lock on it: a role that may not write the table waits for nothing */
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK &&
+		pg_attribute_aclcheck_all(relid, GetUserId(), ACL_INSERT, ACLMASK_ANY) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
 	/*
 	 * Errors for a non-stream.  On a Citus worker a distributed stream is
 	 * known from its table alone: the INSERTs below go through Citus,

@@ -45,6 +45,64 @@ EXECUTE pk_one_local(52, 'p'); EXECUTE pk_one_local(53, 'p'); EXECUTE pk_one_loc
 -- a partition given wins over the key
 INSERT INTO pk (k, v, sw_partition, sw_write_time) VALUES (56, 'x', 3, '1970-01-01 00:00:07Z');
 INSERT INTO pk_local (k, v, sw_partition, sw_write_time) VALUES (56, 'x', 3, '1970-01-01 00:00:07Z');
+-- spellings Citus plans on its own: INSERT ... SELECT from a distributed
+-- table with an aggregate, ORDER BY and LIMIT, a join with a local table;
+-- an INSERT in the WITH of another statement; a NULL sw_partition (the
+-- key's, as on a local stream), also from ingest() and an empty object
+CREATE TABLE pk_src (k int, v text);
+SELECT create_distributed_table('pk_src', 'k');
+INSERT INTO pk_src SELECT g, 's' FROM generate_series(100, 120) g;
+CREATE TABLE pk_loc (k int);
+INSERT INTO pk_loc SELECT generate_series(100, 105);
+SELECT pk_both($$INSERT INTO %I (k, v, sw_write_time) SELECT max(k), 'agg', '1970-01-01 00:00:07Z' FROM pk_src$$);
+SELECT pk_both($$INSERT INTO %I (k, v, sw_write_time)
+                 SELECT k, 'lim', '1970-01-01 00:00:07Z' FROM pk_src ORDER BY k LIMIT 3$$);
+SELECT pk_both($$INSERT INTO %I (k, v, sw_write_time)
+                 SELECT s.k, 'join', '1970-01-01 00:00:07Z' FROM pk_src s JOIN pk_loc l USING (k) WHERE s.k > 103$$);
+SELECT pk_both($$WITH x AS (INSERT INTO %I (k, v, sw_write_time)
+                            VALUES (130, 'cte', '1970-01-01 00:00:07Z'), (131, 'cte', '1970-01-01 00:00:07Z')
+                            RETURNING k)
+                 SELECT count(*) FROM x$$);
+SELECT pk_both($$INSERT INTO %I (k, v, sw_partition, sw_write_time) VALUES (132, 'null', NULL, '1970-01-01 00:00:07Z')$$);
+SELECT pk_both($$SELECT streamwm.ingest(%L, '[{"k": 133, "v": "n", "sw_partition": null}, {}]',
+                                        write_time => '1970-01-01 00:00:07Z')$$);
+-- a BEGIN ATOMIC body is analyzed without streamwm: refused, never given another partition
+CREATE FUNCTION pk_atomic(int) RETURNS void LANGUAGE sql
+BEGIN ATOMIC INSERT INTO pk (k, v) VALUES ($1, 'atomic'); END;
+SELECT pk_atomic(134);
+DROP FUNCTION pk_atomic(int);
+-- a COPY by key while the session has a temporary table of the stream's name
+CREATE TEMPORARY TABLE pk (a int);
+COPY public.pk (k, v, sw_write_time) FROM STDIN;
+135	temp	1970-01-01 00:00:07Z
+\.
+DROP TABLE pg_temp.pk;
+COPY pk_local (k, v, sw_write_time) FROM STDIN;
+135	temp	1970-01-01 00:00:07Z
+\.
+-- the key's collation, not the value's: a nondeterministic one puts
+-- equal keys into one partition, from VALUES, COPY and a COLLATE clause
+CREATE COLLATION pk_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+SELECT streamwm.create_stream('pkc', 't text COLLATE pk_ci', partitions => 8, partition_key => 't',
+                              distributed => true);
+SELECT streamwm.create_stream('pkc_local', 't text COLLATE pk_ci', partitions => 8, partition_key => 't');
+INSERT INTO pkc (t) VALUES ('Abc'), ('aBC');
+INSERT INTO pkc_local (t) VALUES ('Abc'), ('aBC');
+INSERT INTO pkc (t) VALUES ('ABC' COLLATE "C");
+INSERT INTO pkc_local (t) VALUES ('ABC' COLLATE "C");
+COPY pkc (t) FROM STDIN;
+abc
+\.
+COPY pkc_local (t) FROM STDIN;
+abc
+\.
+SELECT t, sw_partition FROM pkc ORDER BY t COLLATE "C";
+SELECT count(*) AS differ FROM (
+  (SELECT t::text, sw_partition FROM pkc EXCEPT SELECT t::text, sw_partition FROM pkc_local)
+  UNION ALL
+  (SELECT t::text, sw_partition FROM pkc_local EXCEPT SELECT t::text, sw_partition FROM pkc)) d;
+SELECT streamwm.drop_stream('pkc');
+SELECT streamwm.drop_stream('pkc_local');
 -- on a worker, and by an ordinary role, with a hostile function in public
 -- that a name left unqualified would find
 CREATE ROLE regress_pk_writer LOGIN;
@@ -126,6 +184,8 @@ DROP FUNCTION public._hash_partition(anyelement, int);
 DROP FUNCTION public.lower(text);
 DROP TABLE pk_hostile_calls;
 DROP FUNCTION pk_both(text);
+DROP TABLE pk_src, pk_loc;
+DROP COLLATION pk_ci;
 SELECT streamwm.drop_stream('pk', cascade => true);
 SELECT streamwm.drop_stream('pk_local');
 REVOKE USAGE ON SCHEMA streamwm FROM regress_pk_writer;
