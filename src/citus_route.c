@@ -38,6 +38,7 @@
 #include "access/table.h"
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "commands/copy.h"
@@ -49,6 +50,7 @@
 #include "parser/parse_func.h"
 #include "parser/parse_node.h"
 #include "parser/parsetree.h"
+#include "parser/parse_relation.h"
 #include "rewrite/rewriteHandler.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
@@ -117,6 +119,26 @@ sw_citus_has_partition_key(Oid relid)
 	return has;
 }
 
+/*
+ * e under collation collid, explicitly if it has another: Citus deparses
+ * the statement for the workers, and a function's input collation is not
+ * deparsed but derived again there from its arguments, so the key's and
+ * its columns' collations must be visible in the text.
+ */
+static Node *
+collate_as(Node *e, Oid collid)
+{
+	CollateExpr *c;
+
+	if (!OidIsValid(collid) || exprCollation(e) == collid)
+		return e;
+	c = makeNode(CollateExpr);
+	c->arg = (Expr *) e;
+	c->collOid = collid;
+	c->location = -1;
+	return (Node *) c;
+}
+
 /* The key's column Vars replaced by what the row stores there. */
 static Node *
 key_row_mutator(Node *node, Route *r)
@@ -147,7 +169,7 @@ key_row_mutator(Node *node, Route *r)
 						 errdetail("The partition is computed from the key before Citus routes the row, "
 								   "so the value would be computed twice."),
 						 errhint("Compute the value in a subquery (INSERT ... SELECT), or give sw_partition.")));
-			return copyObject(e);
+			return collate_as(copyObject(e), var->varcollid);
 		}
 		if (var->varattno == r->write_time)
 			return (Node *) makeFuncExpr(F_CLOCK_TIMESTAMP, TIMESTAMPTZOID, NIL,
@@ -193,7 +215,8 @@ partition_of_row(Route *r)
 										2, argtypes, false);
 
 		computed = (Expr *) makeFuncExpr(fn, INT4OID,
-										 list_make2(key_row_mutator((Node *) r->key, r),
+										 list_make2(collate_as(key_row_mutator((Node *) r->key, r),
+															   exprCollation((Node *) r->key)),
 													makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
 															  Int32GetDatum(r->npartitions), false, true)),
 										 InvalidOid, exprCollation((Node *) r->key),
@@ -383,6 +406,45 @@ partition_in_values(Query *query, RangeTblEntry *values, int values_rti, Route *
 }
 
 /*
+ * Is given, an INSERT's target over its SELECT (source_rti), a column that
+ * is never NULL: a NOT NULL column of a table the SELECT reads directly
+ * (no outer join, grouping set or set operation can make it NULL), such as
+ * another stream's sw_partition?
+ */
+static bool
+never_null(Query *select, Node *given, int source_rti)
+{
+	Var		   *var = (Var *) given;
+	TargetEntry *tle;
+	Var		   *col;
+	RangeTblEntry *rte;
+	ListCell   *lc;
+	bool		direct = false;
+	HeapTuple	tp;
+	bool		notnull;
+
+	if (given == NULL || !IsA(var, Var) || var->varno != source_rti || var->varlevelsup != 0 ||
+		select->setOperations != NULL || select->groupingSets != NIL ||
+		(tle = get_tle_by_resno(select->targetList, var->varattno)) == NULL)
+		return false;
+	col = (Var *) tle->expr;
+	if (!IsA(col, Var) || col->varlevelsup != 0 || col->varattno <= 0)
+		return false;
+	foreach(lc, select->jointree->fromlist)
+		if (IsA(lfirst(lc), RangeTblRef) && ((RangeTblRef *) lfirst(lc))->rtindex == col->varno)
+			direct = true;
+	rte = rt_fetch(col->varno, select->rtable);
+	if (!direct || rte->rtekind != RTE_RELATION)
+		return false;
+	tp = SearchSysCache2(ATTNUM, ObjectIdGetDatum(rte->relid), Int16GetDatum(col->varattno));
+	if (!HeapTupleIsValid(tp))
+		return false;
+	notnull = ((Form_pg_attribute) GETSTRUCT(tp))->attnotnull;
+	ReleaseSysCache(tp);
+	return notnull;
+}
+
+/*
  * An INSERT into relid, a Citus distributed table: if it is a distributed
  * stream whose rows need their partition computed here (a key, and no
  * partition given; or a partition given that may be NULL), compute it as
@@ -423,6 +485,13 @@ route_insert(Query *query, Oid relid)
 	r.given = palloc0(RelationGetDescr(rel)->natts * sizeof(Node *));
 
 	source = source_of(query, &source_rti);
+	if (source != NULL && source->rtekind == RTE_SUBQUERY &&
+		never_null(source->subquery, given, source_rti))
+	{
+		/* as given: Citus may still push a co-located INSERT ... SELECT down */
+		table_close(rel, AccessShareLock);
+		return;
+	}
 	if (source == NULL)
 	{
 		/* one row of expressions (or none: DEFAULT VALUES) */
@@ -477,6 +546,23 @@ sw_citus_route_statement(Query *query)
 		if (IsA(cte->ctequery, Query) && ((Query *) cte->ctequery)->commandType != CMD_SELECT)
 			sw_citus_route_statement((Query *) cte->ctequery);
 	}
+}
+
+/* ColumnRefs of a COPY's WHERE (raw), by their column name alone */
+static bool
+unqualify_columns(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, ColumnRef))
+	{
+		ColumnRef  *ref = (ColumnRef *) node;
+
+		if (list_length(ref->fields) > 1 && IsA(llast(ref->fields), String))
+			ref->fields = list_make1(llast(ref->fields));
+		return false;
+	}
+	return raw_expression_tree_walker(node, unqualify_columns, context);
 }
 
 /*
@@ -597,6 +683,8 @@ sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid relid,
 	/* the COPY, with its options, source and WHERE, into that table */
 	into = copyObject(stmt);
 	into->relation = makeRangeVar("pg_temp", tempname, -1);
+	/* a WHERE can name only the stream's columns: as the temporary table's */
+	(void) raw_expression_tree_walker(into->whereClause, unqualify_columns, NULL);
 	pstate = make_parsestate(NULL);
 	pstate->p_sourcetext = queryString;
 	DoCopy(pstate, into, pstmt->stmt_location, pstmt->stmt_len, &processed);

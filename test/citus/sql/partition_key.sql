@@ -71,6 +71,34 @@ CREATE FUNCTION pk_atomic(int) RETURNS void LANGUAGE sql
 BEGIN ATOMIC INSERT INTO pk (k, v) VALUES ($1, 'atomic'); END;
 SELECT pk_atomic(134);
 DROP FUNCTION pk_atomic(int);
+-- a co-located INSERT ... SELECT that gives the partition of another stream
+-- (never NULL) is left as it is: Citus still runs it on the workers
+SELECT streamwm.create_stream('pk_a', 'k int', partitions => 4, distributed => true);
+SELECT streamwm.create_stream('pk_b', 'k int', partitions => 4, distributed => true);
+SELECT update_distributed_table_colocation('pk_b', colocate_with => 'pk_a');
+SELECT update_distributed_table_colocation('pk_b_sw_log', colocate_with => 'pk_a');
+INSERT INTO pk_a (k, sw_partition) SELECT g, g % 4 FROM generate_series(1, 8) g;
+CREATE FUNCTION pk_plan(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE l text; r text := '';
+BEGIN
+    FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP r := r || l || E'\n'; END LOOP;
+    RETURN r;
+END $$;
+SELECT pk_plan('INSERT INTO pk_b (k, sw_partition) SELECT k, sw_partition FROM pk_a')
+       NOT LIKE '%INSERT/SELECT method%' AS pushed_down;
+INSERT INTO pk_b (k, sw_partition) SELECT k, sw_partition FROM pk_a;
+SELECT count(*) AS differ FROM (SELECT k, sw_partition FROM pk_a EXCEPT SELECT k, sw_partition FROM pk_b) d;
+DROP FUNCTION pk_plan(text);
+SELECT streamwm.drop_stream('pk_b');
+SELECT streamwm.drop_stream('pk_a');
+-- a COPY by key whose WHERE names the stream with its schema
+COPY public.pk (k, v, sw_write_time) FROM STDIN WHERE public.pk.k > 0 AND pk.k < 1000;
+136	where	1970-01-01 00:00:07Z
+0	skipped	1970-01-01 00:00:07Z
+\.
+COPY pk_local (k, v, sw_write_time) FROM STDIN;
+136	where	1970-01-01 00:00:07Z
+\.
 -- a COPY by key while the session has a temporary table of the stream's name
 CREATE TEMPORARY TABLE pk (a int);
 COPY public.pk (k, v, sw_write_time) FROM STDIN;
@@ -96,7 +124,28 @@ abc
 COPY pkc_local (t) FROM STDIN;
 abc
 \.
-SELECT t, sw_partition FROM pkc ORDER BY t COLLATE "C";
+-- ... and from a SELECT that Citus runs on the workers, where a function's
+-- input collation is derived again from the statement's text: a
+-- collation-sensitive key (upper() under Turkish rules)
+CREATE TABLE pkc_src (k int, t text);
+SELECT create_distributed_table('pkc_src', 'k');
+INSERT INTO pkc_src SELECT g, CASE WHEN g % 2 = 0 THEN 'ABC' ELSE 'aBc' END || (g % 3) FROM generate_series(1, 12) g;
+INSERT INTO pkc (t) SELECT t FROM pkc_src;
+INSERT INTO pkc_local (t) SELECT t FROM pkc_src;
+SELECT streamwm.create_stream('pkt', 't text COLLATE "tr-x-icu"', partitions => 8, partition_key => 'upper(t)',
+                              distributed => true);
+SELECT streamwm.create_stream('pkt_local', 't text COLLATE "tr-x-icu"', partitions => 8, partition_key => 'upper(t)');
+INSERT INTO pkc_src SELECT g, 'i' || g FROM generate_series(13, 24) g;
+INSERT INTO pkt (t) SELECT t FROM pkc_src WHERE k > 12;
+INSERT INTO pkt_local (t) SELECT t FROM pkc_src WHERE k > 12;
+SELECT count(*) AS differ FROM (
+  (SELECT t::text, sw_partition FROM pkt EXCEPT SELECT t::text, sw_partition FROM pkt_local)
+  UNION ALL
+  (SELECT t::text, sw_partition FROM pkt_local EXCEPT SELECT t::text, sw_partition FROM pkt)) d;
+SELECT streamwm.drop_stream('pkt');
+SELECT streamwm.drop_stream('pkt_local');
+DROP TABLE pkc_src;
+SELECT t, sw_partition FROM pkc WHERE length(t) = 3 ORDER BY t COLLATE "C";
 SELECT count(*) AS differ FROM (
   (SELECT t::text, sw_partition FROM pkc EXCEPT SELECT t::text, sw_partition FROM pkc_local)
   UNION ALL
