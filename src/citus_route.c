@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  * citus_route.c
- *	  Owns the partition of a row written into a distributed stream that
- *	  has a partition_key: chosen from the key before Citus routes the row
- *	  (DESIGN.md, "Citus: distributed streams").
+ *	  Owns the partition of a row written into a distributed stream when
+ *	  the statement does not give one: chosen from the stream's
+ *	  partition_key before Citus routes the row (DESIGN.md, "Citus:
+ *	  distributed streams").
  *
  * Citus routes a row to a shard by its sw_partition, on the node where the
  * statement runs, before any trigger sees the row; on a local stream the
@@ -23,8 +24,14 @@
  *	 INSERT INTO s (k, v) SELECT x, y FROM ...
  *	   -> sw_partition = _hash_partition(<key over the SELECT's columns>, n)
  *
- * Citus evaluates the call where the statement runs and routes by its
- * result, as it does for sw_partition's DEFAULT.  A value that the key
+ * INSERTs in a WITH are rewritten too.  A partition given but possibly
+ * NULL (ingest() passes one for every row) becomes COALESCE(<given>,
+ * <computed>), computed being sw_partition's DEFAULT on a stream without
+ * a key: NULL means "not given", as on a local stream.  Citus evaluates the
+ * call where the statement runs and routes by its result, as it does for
+ * sw_partition's DEFAULT (which refuses a keyed stream: only a statement
+ * analyzed without this hook, a BEGIN ATOMIC function body, reaches it).
+ * A value that the key
  * uses and that is not the same twice (a volatile expression in VALUES)
  * would be computed once for the key and once for the row: refused.
  * ingest() inserts with such statements, so it is covered.  Citus routes
