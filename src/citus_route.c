@@ -9,20 +9,20 @@
  * statement runs, before any trigger sees the row; on a local stream the
  * key is hashed when the row is stored (ingest.c), which is too late.  So
  * an INSERT into such a stream that does not give sw_partition gets it
- * here, at parse analysis, on whichever node parses it: the key expression
- * (the third arm of the sw_ingest trigger's WHEN clause, which Citus keeps
- * with the table on every node) with each column replaced by what the
- * INSERT stores there (the value it gives, else the column's default, else
- * NULL; sw_write_time the clock when not given, as on a local stream), and
- * hashed as a local stream hashes it, by
- * streamwm_internal._hash_partition(key, partitions):
+ * here, at parse analysis, on whichever node parses it: a call of
+ * streamwm_internal._key_partition() on a row of the stream's type holding
+ * what the INSERT stores in the key's columns (the value it gives, else the
+ * column's default, else NULL; sw_write_time the clock when not given, as
+ * on a local stream), which evaluates the stream's own key on it (the third
+ * arm of the sw_ingest trigger's WHEN clause, which Citus keeps with the
+ * table on every node) and hashes it as ingest.c does:
  *
  *	 INSERT INTO s (k, v) VALUES (1, 'a')
- *	   -> ... (k, v, sw_partition) VALUES (1, 'a', _hash_partition(1, n))
+ *	   -> ... (k, v, sw_partition) VALUES (1, 'a', _key_partition(ROW(1, NULL, ...)::s))
  *	 INSERT INTO s (k, v) VALUES (1, 'a'), (2, 'b')
  *	   -> a column added to the VALUES list, computed from each row's values
  *	 INSERT INTO s (k, v) SELECT x, y FROM ...
- *	   -> sw_partition = _hash_partition(<key over the SELECT's columns>, n)
+ *	   -> SELECT s.*, _key_partition(ROW(s.x, ...)::s) FROM (<SELECT>) s
  *
  * INSERTs in a WITH are rewritten too.  A partition given but possibly
  * NULL (ingest() passes one for every row) becomes COALESCE(<given>,
@@ -44,12 +44,18 @@
 
 #include "access/table.h"
 #include "access/htup_details.h"
+#include "executor/executor.h"
+#include "fmgr.h"
 #include "catalog/namespace.h"
+#include "commands/dbcommands.h"
 #include "catalog/pg_attribute.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/copy.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
@@ -60,16 +66,20 @@
 #include "parser/parse_relation.h"
 #include "rewrite/rewriteHandler.h"
 #include "rewrite/rewriteManip.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "catalog.h"
 #include "citus.h"
 #include "guard.h"
 #include "ingest.h"
+
+PG_FUNCTION_INFO_V1(streamwm_key_partition);
 
 /* What an INSERT into one distributed stream needs to give its rows a partition. */
 typedef struct Route
@@ -127,83 +137,58 @@ sw_citus_has_partition_key(Oid relid)
 }
 
 /*
- * e under collation collid, explicitly if it has another: Citus deparses
- * the statement for the workers, and a function's input collation is not
- * deparsed but derived again there from its arguments, so the key's and
- * its columns' collations must be visible in the text.
+ * The value row r stores in column attno (1-based) for the key: what the
+ * INSERT gives, else the column's default, else NULL; sw_write_time not
+ * given: the clock, as on a local stream.  A value the key uses is
+ * computed twice (for the key and for the row): refused if volatile.
  */
-static Node *
-collate_as(Node *e, Oid collid)
+static Expr *
+key_column_value(Route *r, AttrNumber attno)
 {
-	CollateExpr *c;
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(r->rel), attno - 1);
+	Node	   *e = r->given[attno - 1];
 
-	if (!OidIsValid(collid) || exprCollation(e) == collid)
-		return e;
-	c = makeNode(CollateExpr);
-	c->arg = (Expr *) e;
-	c->collOid = collid;
-	c->location = -1;
-	return (Node *) c;
-}
-
-/* The key's column Vars replaced by what the row stores there. */
-static Node *
-key_row_mutator(Node *node, Route *r)
-{
-	if (node == NULL)
-		return NULL;
-	if (IsA(node, Var) && ((Var *) node)->varno == 1 &&
-		((Var *) node)->varlevelsup == 0)
+	if (e != NULL && !IsA(e, SetToDefault))
 	{
-		Var		   *var = (Var *) node;
-		Node	   *e;
-
-		if (var->varattno <= 0 || var->varattno > RelationGetDescr(r->rel)->natts)
+		if (contain_volatile_functions(e))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("the partition_key of distributed stream %s uses the whole row",
-							RelationGetRelationName(r->rel)),
-					 errhint("Give sw_partition in the INSERT.")));
-		e = r->given[var->varattno - 1];
-		if (e != NULL && !IsA(e, SetToDefault))
-		{
-			if (contain_volatile_functions(e))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("the value of column \"%s\" of distributed stream %s is volatile, and its partition_key uses it",
-								NameStr(TupleDescAttr(RelationGetDescr(r->rel), var->varattno - 1)->attname),
-								RelationGetRelationName(r->rel)),
-						 errdetail("The partition is computed from the key before Citus routes the row, "
-								   "so the value would be computed twice."),
-						 errhint("Compute the value in a subquery (INSERT ... SELECT), or give sw_partition.")));
-			return collate_as(copyObject(e), var->varcollid);
-		}
-		if (var->varattno == r->write_time)
-			return (Node *) makeFuncExpr(F_CLOCK_TIMESTAMP, TIMESTAMPTZOID, NIL,
-										 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
-		e = build_column_default(r->rel, var->varattno);
-		if (e != NULL)
-		{
-			if (contain_volatile_functions(e))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("the default of column \"%s\" of distributed stream %s is volatile, and its partition_key uses it",
-								NameStr(TupleDescAttr(RelationGetDescr(r->rel), var->varattno - 1)->attname),
-								RelationGetRelationName(r->rel)),
-						 errhint("Give the column's value, or sw_partition, in the INSERT.")));
-			return e;
-		}
-		return (Node *) makeNullConst(var->vartype, var->vartypmod, var->varcollid);
+					 errmsg("the value of column \"%s\" of distributed stream %s is volatile, and its partition_key uses it",
+							NameStr(att->attname), RelationGetRelationName(r->rel)),
+					 errdetail("The partition is computed from the key before Citus routes the row, "
+							   "so the value would be computed twice."),
+					 errhint("Compute the value in a subquery (INSERT ... SELECT), or give sw_partition.")));
+		return (Expr *) copyObject(e);
 	}
-	return expression_tree_mutator(node, key_row_mutator, (void *) r);
+	if (attno == r->write_time)
+		return (Expr *) makeFuncExpr(F_CLOCK_TIMESTAMP, TIMESTAMPTZOID, NIL,
+									 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+	e = build_column_default(r->rel, attno);
+	if (e != NULL)
+	{
+		if (contain_volatile_functions(e))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the default of column \"%s\" of distributed stream %s is volatile, and its partition_key uses it",
+							NameStr(att->attname), RelationGetRelationName(r->rel)),
+					 errhint("Give the column's value, or sw_partition, in the INSERT.")));
+		return (Expr *) e;
+	}
+	return (Expr *) makeNullConst(att->atttypid, att->atttypmod, att->attcollation);
 }
 
 /*
  * The partition of the row in r->given: the one it gives; where it gives
  * none or NULL (as ingest() does for an object without one),
- * _hash_partition(<key over the row>, n) under the key's collation, as
- * ingest.c hashes it, or without a key sw_partition's DEFAULT (the
- * session's partition).
+ *
+ *	 streamwm_internal._key_partition(ROW(<the key's columns>, NULL, ...)::<stream>)
+ *
+ * which evaluates the stream's own bound key on that row, as ingest.c
+ * does on a local stream: Citus may deparse the call and run it on a
+ * worker, and no collation has to survive the text (a function's input
+ * collation would be derived there again, and Citus drops a COLLATE
+ * "default" or a nested one); or without a key sw_partition's DEFAULT
+ * (the session's partition).
  */
 static Expr *
 partition_of_row(Route *r)
@@ -216,17 +201,37 @@ partition_of_row(Route *r)
 		return (Expr *) copyObject(given);
 	if (r->key != NULL)
 	{
-		Oid			argtypes[2] = {ANYELEMENTOID, INT4OID};
+		TupleDesc	desc = RelationGetDescr(r->rel);
+		Bitmapset  *used = NULL;
+		RowExpr    *row = makeNode(RowExpr);
+		Oid			argtypes[1] = {RECORDOID};
 		Oid			fn = LookupFuncName(list_make2(makeString("streamwm_internal"),
-												   makeString("_hash_partition")),
-										2, argtypes, false);
+												   makeString("_key_partition")),
+										1, argtypes, false);
 
-		computed = (Expr *) makeFuncExpr(fn, INT4OID,
-										 list_make2(collate_as(key_row_mutator((Node *) r->key, r),
-															   exprCollation((Node *) r->key)),
-													makeConst(INT4OID, -1, InvalidOid, sizeof(int32),
-															  Int32GetDatum(r->npartitions), false, true)),
-										 InvalidOid, exprCollation((Node *) r->key),
+		pull_varattnos((Node *) r->key, 1, &used);
+		for (int a = 1; a <= desc->natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, a - 1);
+
+			if (att->attisdropped)
+				row->args = lappend(row->args, makeNullConst(INT4OID, -1, InvalidOid));
+			else if (bms_is_member(a - FirstLowInvalidHeapAttributeNumber, used))
+				row->args = lappend(row->args, key_column_value(r, a));
+			else
+				row->args = lappend(row->args,
+									makeNullConst(att->atttypid, att->atttypmod, att->attcollation));
+		}
+		if (bms_is_member(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber, used))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the partition_key of distributed stream %s uses the whole row",
+							RelationGetRelationName(r->rel)),
+					 errhint("Give sw_partition in the INSERT.")));
+		row->row_typeid = RelationGetForm(r->rel)->reltype;
+		row->row_format = COERCE_EXPLICIT_CAST;
+		row->location = -1;
+		computed = (Expr *) makeFuncExpr(fn, INT4OID, list_make1(row), InvalidOid, InvalidOid,
 										 COERCE_EXPLICIT_CALL);
 	}
 	else
@@ -239,6 +244,100 @@ partition_of_row(Route *r)
 	c->args = list_make2(copyObject(given), computed);
 	c->location = -1;
 	return (Expr *) c;
+}
+
+/* What streamwm_internal._key_partition() keeps between calls of one call site. */
+typedef struct KeyEval
+{
+	Oid			rowtype;
+	int			npartitions;
+	ExprState  *key;
+	FmgrInfo	hash;
+	Oid			collation;
+	TupleDesc	desc;
+	ExprContext *econtext;
+	TupleTableSlot *slot;
+} KeyEval;
+
+/*
+ * streamwm_internal._key_partition(row record) RETURNS int: the partition
+ * the partition_key of the distributed stream whose row type row has
+ * picks for it, on any node (the key from the stream table's trigger
+ * there): the key's tree, bound at create_stream under the creator's
+ * names, evaluated on the row, and hashed as ingest.c hashes it (NULL:
+ * partition 0).  Only for a role that may insert into the stream: the
+ * key may run its owner's functions, as an INSERT does.
+ */
+Datum
+streamwm_key_partition(PG_FUNCTION_ARGS)
+{
+	HeapTupleHeader tuple = PG_GETARG_HEAPTUPLEHEADER(0);
+	Oid			rowtype = HeapTupleHeaderGetTypeId(tuple);
+	KeyEval    *ke = (KeyEval *) fcinfo->flinfo->fn_extra;
+	HeapTupleData tmp;
+	Datum		value;
+	bool		isnull;
+
+	if (ke == NULL || ke->rowtype != rowtype)
+	{
+		Oid			relid = get_typ_typrelid(rowtype);
+		MemoryContext old;
+		Relation	rel;
+		Expr	   *key;
+		bool		is_stream = false;
+		int			npartitions = 0;
+		TypeCacheEntry *tc;
+
+		if (!OidIsValid(relid))
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("_key_partition() takes a row of a stream table")));
+		if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK &&
+			pg_attribute_aclcheck_all(relid, GetUserId(), ACL_INSERT, ACLMASK_ANY) != ACLCHECK_OK)
+			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+		rel = table_open(relid, AccessShareLock);
+		key = dist_partition_key(rel, &npartitions, &is_stream);
+		if (key == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("\"%s\" is not a distributed stream with a partition_key",
+							RelationGetRelationName(rel))));
+		old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		ke = palloc0(sizeof(KeyEval));
+		ke->rowtype = rowtype;
+		ke->npartitions = npartitions;
+		key = expression_planner(copyObject(key));
+		ke->key = ExecInitExpr(key, NULL);
+		ke->collation = exprCollation((Node *) key);
+		tc = lookup_type_cache(exprType((Node *) key), TYPECACHE_HASH_EXTENDED_PROC_FINFO);
+		if (!OidIsValid(tc->hash_extended_proc))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("partition_key of type %s cannot be hashed",
+							format_type_be(exprType((Node *) key)))));
+		fmgr_info_cxt(tc->hash_extended_proc, &ke->hash, fcinfo->flinfo->fn_mcxt);
+		ke->desc = CreateTupleDescCopy(RelationGetDescr(rel));
+		ke->econtext = CreateStandaloneExprContext();
+		ke->slot = MakeSingleTupleTableSlot(ke->desc, &TTSOpsVirtual);
+		MemoryContextSwitchTo(old);
+		table_close(rel, AccessShareLock);
+		fcinfo->flinfo->fn_extra = ke;
+	}
+	if (HeapTupleHeaderGetNatts(tuple) != ke->desc->natts)
+		elog(ERROR, "_key_partition(): a row of %d columns for a stream of %d",
+			 HeapTupleHeaderGetNatts(tuple), ke->desc->natts);
+	tmp.t_len = HeapTupleHeaderGetDatumLength(tuple);
+	ItemPointerSetInvalid(&tmp.t_self);
+	tmp.t_tableOid = InvalidOid;
+	tmp.t_data = tuple;
+	ExecClearTuple(ke->slot);
+	heap_deform_tuple(&tmp, ke->desc, ke->slot->tts_values, ke->slot->tts_isnull);
+	ExecStoreVirtualTuple(ke->slot);
+	ResetExprContext(ke->econtext);
+	ke->econtext->ecxt_scantuple = ke->slot;
+	value = ExecEvalExprSwitchContext(ke->key, ke->econtext, &isnull);
+	PG_RETURN_INT32(isnull ? 0 : sw_key_partition(&ke->hash, ke->collation, value,
+												   ke->npartitions));
 }
 
 /* The INSERT's target entry of attribute attno, or NULL. */
@@ -414,9 +513,10 @@ partition_in_values(Query *query, RangeTblEntry *values, int values_rti, Route *
 
 /*
  * Is given, an INSERT's target over its SELECT (source_rti), a column that
- * is never NULL: a NOT NULL column of a table the SELECT reads directly
- * (no outer join, grouping set or set operation can make it NULL), such as
- * another stream's sw_partition?
+ * is never NULL: a NOT NULL column of a plain table without children (a
+ * foreign table's is not enforced) that the SELECT reads directly (no outer
+ * join, grouping set or set operation can make it NULL), such as another
+ * stream's sw_partition?
  */
 static bool
 never_null(Query *select, Node *given, int source_rti)
@@ -441,7 +541,9 @@ never_null(Query *select, Node *given, int source_rti)
 		if (IsA(lfirst(lc), RangeTblRef) && ((RangeTblRef *) lfirst(lc))->rtindex == col->varno)
 			direct = true;
 	rte = rt_fetch(col->varno, select->rtable);
-	if (!direct || rte->rtekind != RTE_RELATION)
+	/* NOT NULL holds for a table's rows, not a foreign table's or child's */
+	if (!direct || rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_RELATION ||
+		(rte->inh && has_subclass(rte->relid)))
 		return false;
 	tp = SearchSysCache2(ATTNUM, ObjectIdGetDatum(rte->relid), Int16GetDatum(col->varattno));
 	if (!HeapTupleIsValid(tp))
@@ -555,21 +657,44 @@ sw_citus_route_statement(Query *query)
 	}
 }
 
-/* ColumnRefs of a COPY's WHERE (raw), by their column name alone */
+/* The names a COPY's WHERE may qualify the stream's columns with. */
+typedef struct StreamNames
+{
+	const char *db;
+	const char *schema;
+	const char *rel;
+} StreamNames;
+
+/*
+ * ColumnRefs of a COPY's WHERE (raw) that name the stream (rel.col,
+ * schema.rel.col, db.schema.rel.col), by their column name alone, since
+ * the temporary table is in pg_temp and may have another name; others
+ * (col.field of a composite column) are left as they are.
+ */
 static bool
-unqualify_columns(Node *node, void *context)
+unqualify_columns(Node *node, StreamNames *names)
 {
 	if (node == NULL)
 		return false;
 	if (IsA(node, ColumnRef))
 	{
 		ColumnRef  *ref = (ColumnRef *) node;
+		int			n = list_length(ref->fields);
+		const char *want[3] = {names->db, names->schema, names->rel};
+		bool		names_rel = n >= 2 && n <= 4;
 
-		if (list_length(ref->fields) > 1 && IsA(llast(ref->fields), String))
+		/* the qualifiers, last to first, against rel, schema, db */
+		for (int i = 0; names_rel && i < n - 1; i++)
+		{
+			Node	   *f = list_nth(ref->fields, n - 2 - i);
+
+			names_rel = IsA(f, String) && strcmp(strVal(f), want[2 - i]) == 0;
+		}
+		if (names_rel && IsA(llast(ref->fields), String))
 			ref->fields = list_make1(llast(ref->fields));
 		return false;
 	}
-	return raw_expression_tree_walker(node, unqualify_columns, context);
+	return raw_expression_tree_walker(node, unqualify_columns, (void *) names);
 }
 
 /*
@@ -600,6 +725,7 @@ sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid relid,
 	uint64		processed = 0;
 	const char *temp;
 	char	   *tempname;
+	StreamNames names_of_stream;
 	char	   *target;
 	ListCell   *lc;
 	int			nestlevel;
@@ -630,7 +756,7 @@ sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid relid,
 	 * COPY names it as the user wrote it; unless the session has a
 	 * temporary relation of that name already.
 	 */
-	tempname = RelationGetRelationName(rel);
+	tempname = pstrdup(RelationGetRelationName(rel));
 	if (OidIsValid(RangeVarGetRelid(makeRangeVar("pg_temp", tempname, -1), NoLock, true)))
 		tempname = psprintf("sw_copy_%u", relid);
 	temp = quote_identifier(tempname);
@@ -676,6 +802,9 @@ sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid relid,
 						 quote_identifier(name));
 	}
 	appendStringInfoString(&create, ")");
+	names_of_stream.db = get_database_name(MyDatabaseId);
+	names_of_stream.schema = get_namespace_name(RelationGetNamespace(rel));
+	names_of_stream.rel = pstrdup(RelationGetRelationName(rel));
 	table_close(rel, AccessShareLock);
 
 	/* the temporary table, made and dropped as the user: it is theirs */
@@ -691,7 +820,7 @@ sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid relid,
 	into = copyObject(stmt);
 	into->relation = makeRangeVar("pg_temp", tempname, -1);
 	/* a WHERE can name only the stream's columns: as the temporary table's */
-	(void) raw_expression_tree_walker(into->whereClause, unqualify_columns, NULL);
+	(void) unqualify_columns(into->whereClause, &names_of_stream);
 	pstate = make_parsestate(NULL);
 	pstate->p_sourcetext = queryString;
 	DoCopy(pstate, into, pstmt->stmt_location, pstmt->stmt_len, &processed);

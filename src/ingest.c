@@ -103,7 +103,6 @@ PG_FUNCTION_INFO_V1(streamwm_stream_insert);
 PG_FUNCTION_INFO_V1(streamwm_ingest_when);
 PG_FUNCTION_INFO_V1(streamwm_ingest);
 PG_FUNCTION_INFO_V1(streamwm_ingest_lines);
-PG_FUNCTION_INFO_V1(streamwm_hash_partition);
 
 /*
  * What the filling needs to know about one stream, cached per backend.  A
@@ -441,49 +440,16 @@ sw_ingest_partition_key(Relation rel, const Trigger *trigger)
 	return ingest_when_expression(rel, lthird(ingest_when_clause(rel, trigger)->args));
 }
 
-/* The partition of a (non-NULL) partition_key value. */
-static int32
-key_partition(FmgrInfo *hash, Oid collation, Datum key, int npartitions)
+/*
+ * The partition of a (non-NULL) partition_key value: its type's extended
+ * hash, seed 0, under the key's collation, modulo the partition count
+ * (also for a distributed stream: citus_route.c).
+ */
+int32
+sw_key_partition(FmgrInfo *hash, Oid collation, Datum key, int npartitions)
 {
 	return (int32) (DatumGetUInt64(FunctionCall2Coll(hash, collation, key, UInt64GetDatum(0))) %
 					(uint64) npartitions);
-}
-
-/*
- * streamwm_internal._hash_partition(key anyelement, partitions int)
- * RETURNS int: the partition a partition_key value picks, as ingest_fill
- * picks it (the type's extended hash, seed 0, under the call's collation,
- * modulo the partition count; NULL: partition 0).  For a distributed
- * stream's INSERT, which computes it before Citus routes the row
- * (citus_route.c).
- */
-Datum
-streamwm_hash_partition(PG_FUNCTION_ARGS)
-{
-	int32		partitions = PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1);
-	FmgrInfo   *hash = (FmgrInfo *) fcinfo->flinfo->fn_extra;
-
-	if (partitions < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("partition count must be at least 1")));
-	if (PG_ARGISNULL(0))
-		PG_RETURN_INT32(0);
-	if (hash == NULL)
-	{
-		Oid			type = get_fn_expr_argtype(fcinfo->flinfo, 0);
-		TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_HASH_EXTENDED_PROC_FINFO);
-
-		if (!OidIsValid(tc->hash_extended_proc))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_FUNCTION),
-					 errmsg("partition_key of type %s cannot be hashed",
-							format_type_be(type))));
-		hash = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(FmgrInfo));
-		fmgr_info_cxt(tc->hash_extended_proc, hash, fcinfo->flinfo->fn_mcxt);
-		fcinfo->flinfo->fn_extra = hash;
-	}
-	PG_RETURN_INT32(key_partition(hash, PG_GET_COLLATION(), PG_GETARG_DATUM(0), partitions));
 }
 
 /* Fill a new ingest state of a stream table: its partitions, sequence, columns, expressions. */
@@ -804,7 +770,7 @@ ingest_fill(IngestState *st, Relation rel, Datum *values, bool *nulls)
 		if (isnull)
 			partition = 0;
 		else
-			partition = key_partition(&st->key_hash, st->key_collation, d, st->npartitions);
+			partition = sw_key_partition(&st->key_hash, st->key_collation, d, st->npartitions);
 	}
 	else
 	{

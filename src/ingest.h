@@ -8,6 +8,7 @@
 #define STREAMWM_INGEST_H
 
 #include "executor/tuptable.h"
+#include "fmgr.h"
 #include "nodes/primnodes.h"
 #include "utils/reltrigger.h"
 #include "utils/relcache.h"
@@ -23,6 +24,7 @@ typedef struct SwFilled
 } SwFilled;
 
 extern Expr *sw_ingest_partition_key(Relation rel, const Trigger *trigger);
+extern int32 sw_key_partition(FmgrInfo *hash, Oid collation, Datum key, int npartitions);
 extern bool sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled);
 extern void sw_ingest_unfill_slot(TupleTableSlot *slot, const SwFilled *filled);
 

@@ -101,7 +101,7 @@ COPY pk_local (k, v, sw_write_time) FROM STDIN;
 \.
 -- a COPY by key while the session has a temporary table of the stream's name
 CREATE TEMPORARY TABLE pk (a int);
-COPY public.pk (k, v, sw_write_time) FROM STDIN;
+COPY public.pk (k, v, sw_write_time) FROM STDIN WHERE public.pk.k > 0;
 135	temp	1970-01-01 00:00:07Z
 \.
 DROP TABLE pg_temp.pk;
@@ -124,26 +124,45 @@ abc
 COPY pkc_local (t) FROM STDIN;
 abc
 \.
--- ... and from a SELECT that Citus runs on the workers, where a function's
--- input collation is derived again from the statement's text: a
--- collation-sensitive key (upper() under Turkish rules)
-CREATE TABLE pkc_src (k int, t text);
+-- ... and from a SELECT that Citus runs on the workers (repartition): the
+-- key is evaluated there on the row, never with collations derived again
+-- from the statement's text (Citus drops COLLATE "default" and nested
+-- ones): keys under Turkish rules, a stream column of the default
+-- collation fed from a Turkish or nondeterministic source, two columns of
+-- different collations concatenated
+CREATE TABLE pkc_src (k int, t text, tr text COLLATE "tr-x-icu", ci text COLLATE pk_ci);
 SELECT create_distributed_table('pkc_src', 'k');
-INSERT INTO pkc_src SELECT g, CASE WHEN g % 2 = 0 THEN 'ABC' ELSE 'aBc' END || (g % 3) FROM generate_series(1, 12) g;
+INSERT INTO pkc_src
+SELECT g, CASE WHEN g % 2 = 0 THEN 'ABC' ELSE 'aBc' END || (g % 3),
+       CASE g % 3 WHEN 0 THEN 'i' WHEN 1 THEN 'xi' ELSE 'I' END, CASE g % 2 WHEN 0 THEN 'abc' ELSE 'ABC' END
+  FROM generate_series(1, 24) g;
 INSERT INTO pkc (t) SELECT t FROM pkc_src;
 INSERT INTO pkc_local (t) SELECT t FROM pkc_src;
-SELECT streamwm.create_stream('pkt', 't text COLLATE "tr-x-icu"', partitions => 8, partition_key => 'upper(t)',
-                              distributed => true);
-SELECT streamwm.create_stream('pkt_local', 't text COLLATE "tr-x-icu"', partitions => 8, partition_key => 'upper(t)');
-INSERT INTO pkc_src SELECT g, 'i' || g FROM generate_series(13, 24) g;
-INSERT INTO pkt (t) SELECT t FROM pkc_src WHERE k > 12;
-INSERT INTO pkt_local (t) SELECT t FROM pkc_src WHERE k > 12;
-SELECT count(*) AS differ FROM (
-  (SELECT t::text, sw_partition FROM pkt EXCEPT SELECT t::text, sw_partition FROM pkt_local)
-  UNION ALL
-  (SELECT t::text, sw_partition FROM pkt_local EXCEPT SELECT t::text, sw_partition FROM pkt)) d;
-SELECT streamwm.drop_stream('pkt');
-SELECT streamwm.drop_stream('pkt_local');
+CREATE FUNCTION pk_twins(cols text, key text, sel text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+    PERFORM streamwm.create_stream('pkx', cols, partitions => 16, partition_key => key, distributed => true);
+    PERFORM streamwm.create_stream('pkx_local', cols, partitions => 16, partition_key => key);
+    EXECUTE format(sel, 'pkx');
+    EXECUTE format(sel, 'pkx_local');
+    SELECT count(*) INTO n FROM (
+      (SELECT k, sw_partition FROM pkx EXCEPT SELECT k, sw_partition FROM pkx_local)
+      UNION ALL
+      (SELECT k, sw_partition FROM pkx_local EXCEPT SELECT k, sw_partition FROM pkx)) d;
+    PERFORM streamwm.drop_stream('pkx');
+    PERFORM streamwm.drop_stream('pkx_local');
+    RETURN n;
+END $$;
+SELECT pk_twins('k int, v text COLLATE "tr-x-icu"', 'upper(v)',
+                'INSERT INTO %I (k, v) SELECT k, t FROM pkc_src') AS differ;
+SELECT pk_twins('k int, v text', 'upper(v)', 'INSERT INTO %I (k, v) SELECT k, tr FROM pkc_src') AS differ;
+SELECT pk_twins('k int, v text', 'v', 'INSERT INTO %I (k, v) SELECT k, ci FROM pkc_src') AS differ;
+SELECT pk_twins('k int, v text COLLATE pk_ci', 'v', 'INSERT INTO %I (k, v) SELECT k, tr FROM pkc_src') AS differ;
+SELECT pk_twins('k int, a text, b text COLLATE pk_ci', 'a || b',
+                'INSERT INTO %I (k, a, b) SELECT k, tr, ci FROM pkc_src') AS differ;
+SELECT pk_twins('k int, v text COLLATE "tr-x-icu"', 'upper(v) COLLATE pk_ci',
+                'INSERT INTO %I (k, v) SELECT k, t COLLATE "C" FROM pkc_src') AS differ;
+DROP FUNCTION pk_twins(text, text, text);
 DROP TABLE pkc_src;
 SELECT t, sw_partition FROM pkc WHERE length(t) = 3 ORDER BY t COLLATE "C";
 SELECT count(*) AS differ FROM (
@@ -159,8 +178,8 @@ GRANT USAGE ON SCHEMA streamwm TO regress_pk_writer;
 GRANT INSERT, SELECT ON pk, pk_local TO regress_pk_writer;
 CREATE TABLE pk_hostile_calls (n int);
 GRANT INSERT ON pk_hostile_calls TO PUBLIC;
-CREATE FUNCTION public._hash_partition(anyelement, int) RETURNS int
-    LANGUAGE sql AS $$ INSERT INTO public.pk_hostile_calls VALUES (1); SELECT 0 $$;
+CREATE FUNCTION public._key_partition(record) RETURNS int
+    LANGUAGE plpgsql AS $$ BEGIN INSERT INTO public.pk_hostile_calls VALUES (1); RETURN 0; END $$;
 CREATE FUNCTION public.lower(text) RETURNS text
     LANGUAGE sql AS $$ INSERT INTO public.pk_hostile_calls VALUES (2); SELECT 'x' $$;
 \getenv w1 CITUS_W1
@@ -185,6 +204,9 @@ COPY pk (k, v) FROM STDIN;
 x	refused
 \.
 COPY pk (k, nope) FROM STDIN;
+67	refused
+\.
+COPY pk (k, v) FROM STDIN WHERE nosuch.k > 0;
 67	refused
 \.
 \set VERBOSITY default
@@ -229,7 +251,7 @@ SELECT count(*) AS differ FROM (
     WHERE sw_event_time < '1970-01-01 00:00:10Z' GROUP BY 1
    EXCEPT SELECT p, n, s FROM pkq)) d;
 SELECT stream, events, late_events FROM streamwm.streams WHERE stream = 'pk'::regclass;
-DROP FUNCTION public._hash_partition(anyelement, int);
+DROP FUNCTION public._key_partition(record);
 DROP FUNCTION public.lower(text);
 DROP TABLE pk_hostile_calls;
 DROP FUNCTION pk_both(text);
