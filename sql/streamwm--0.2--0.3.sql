@@ -31,9 +31,9 @@ COMMENT ON FUNCTION streamwm_internal._latest_offset(regclass) IS
     'internal: the highest offset committed into the stream, left as its start floor, not for direct use';
 COMMENT ON COLUMN streamwm.commit_log.partition IS 'the partition; below 0: a start floor left by a query started at ''latest'' (hi: the highest offset committed then; a later commit with offsets at or below it is renumbered above it; lo: the next transaction id then), one partition per backend';
 -- a distributed stream's partition_key: hashed before Citus routes a row
-CREATE FUNCTION streamwm_internal._key_partition(stream_row record)
+CREATE FUNCTION streamwm_internal._key_partition(stream regclass, key_columns record)
     RETURNS int AS 'MODULE_PATHNAME', 'streamwm_key_partition' LANGUAGE C STABLE STRICT;
-COMMENT ON FUNCTION streamwm_internal._key_partition(record) IS
+COMMENT ON FUNCTION streamwm_internal._key_partition(regclass, record) IS
     'internal: the partition a row of a distributed stream gets from its partition_key (computed before Citus routes it), not for direct use';
 CREATE OR REPLACE FUNCTION streamwm_internal._start_offset(stream regclass, start_from text)
 RETURNS bigint

@@ -343,7 +343,7 @@ CREATE FUNCTION streamwm_internal._distribute(stream regclass, rows_table regcla
     RETURNS void AS 'MODULE_PATHNAME', 'streamwm_distribute' LANGUAGE C STRICT;
 CREATE FUNCTION streamwm_internal._pick_partition(stream text)
     RETURNS int AS 'MODULE_PATHNAME', 'streamwm_pick_partition' LANGUAGE C VOLATILE STRICT;
-CREATE FUNCTION streamwm_internal._key_partition(stream_row record)
+CREATE FUNCTION streamwm_internal._key_partition(stream regclass, key_columns record)
     RETURNS int AS 'MODULE_PATHNAME', 'streamwm_key_partition' LANGUAGE C STABLE STRICT;
 CREATE FUNCTION streamwm_internal._dist_fence(stream text, partitions int[])
     RETURNS timestamptz[] AS 'MODULE_PATHNAME', 'streamwm_dist_fence' LANGUAGE C VOLATILE STRICT;
@@ -1758,7 +1758,7 @@ COMMENT ON FUNCTION streamwm_internal._distribute(regclass, regclass) IS
     'internal: creates a new stream''s commit log, distributes both with Citus and records them, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._pick_partition(text) IS
     'internal: the partition of a row of a distributed stream that gives none (sw_partition''s default), not for direct use';
-COMMENT ON FUNCTION streamwm_internal._key_partition(record) IS
+COMMENT ON FUNCTION streamwm_internal._key_partition(regclass, record) IS
     'internal: the partition a row of a distributed stream gets from its partition_key (computed before Citus routes it), not for direct use';
 COMMENT ON FUNCTION streamwm_internal._dist_newest(text, int[]) IS
     'internal: on a node that holds partitions of a distributed stream, the newest offset its commit log has for each of them there, not for direct use';

@@ -10,19 +10,19 @@
  * key is hashed when the row is stored (ingest.c), which is too late.  So
  * an INSERT into such a stream that does not give sw_partition gets it
  * here, at parse analysis, on whichever node parses it: a call of
- * streamwm_internal._key_partition() on a row of the stream's type holding
- * what the INSERT stores in the key's columns (the value it gives, else the
+ * streamwm_internal._key_partition('<stream>', ROW(...)) on what the
+ * INSERT stores in the key's columns (the value it gives, else the
  * column's default, else NULL; sw_write_time the clock when not given, as
- * on a local stream), which evaluates the stream's own key on it (the third
- * arm of the sw_ingest trigger's WHEN clause, which Citus keeps with the
- * table on every node) and hashes it as ingest.c does:
+ * on a local stream), which evaluates the stream's own key on them (the
+ * third arm of the sw_ingest trigger's WHEN clause, which Citus keeps
+ * with the table on every node) and hashes it as ingest.c does:
  *
- *	 INSERT INTO s (k, v) VALUES (1, 'a')
- *	   -> ... (k, v, sw_partition) VALUES (1, 'a', _key_partition(ROW(1, NULL, ...)::s))
+ *	 INSERT INTO s (k, v) VALUES (1, 'a')      (partition_key => 'k')
+ *	   -> ... (k, v, sw_partition) VALUES (1, 'a', _key_partition('s', ROW(1)))
  *	 INSERT INTO s (k, v) VALUES (1, 'a'), (2, 'b')
  *	   -> a column added to the VALUES list, computed from each row's values
  *	 INSERT INTO s (k, v) SELECT x, y FROM ...
- *	   -> SELECT s.*, _key_partition(ROW(s.x, ...)::s) FROM (<SELECT>) s
+ *	   -> SELECT q.*, _key_partition('s', ROW(q.x)) FROM (<SELECT>) q
  *
  * INSERTs in a WITH are rewritten too.  A partition given but possibly
  * NULL (ingest() passes one for every row) becomes COALESCE(<given>,
@@ -181,7 +181,7 @@ key_column_value(Route *r, AttrNumber attno)
  * The partition of the row in r->given: the one it gives; where it gives
  * none or NULL (as ingest() does for an object without one),
  *
- *	 streamwm_internal._key_partition(ROW(<the key's columns>, NULL, ...)::<stream>)
+ *	 streamwm_internal._key_partition('<stream>'::regclass, ROW(<the key's columns>))
  *
  * which evaluates the stream's own bound key on that row, as ingest.c
  * does on a local stream: Citus may deparse the call and run it on a
@@ -201,38 +201,39 @@ partition_of_row(Route *r)
 		return (Expr *) copyObject(given);
 	if (r->key != NULL)
 	{
-		TupleDesc	desc = RelationGetDescr(r->rel);
 		Bitmapset  *used = NULL;
 		RowExpr    *row = makeNode(RowExpr);
-		Oid			argtypes[1] = {RECORDOID};
+		Oid			argtypes[2] = {REGCLASSOID, RECORDOID};
 		Oid			fn = LookupFuncName(list_make2(makeString("streamwm_internal"),
 												   makeString("_key_partition")),
-										1, argtypes, false);
+										2, argtypes, false);
+		int			a = -1;
 
 		pull_varattnos((Node *) r->key, 1, &used);
-		for (int a = 1; a <= desc->natts; a++)
+		while ((a = bms_next_member(used, a)) >= 0)
 		{
-			Form_pg_attribute att = TupleDescAttr(desc, a - 1);
+			AttrNumber	attno = a + FirstLowInvalidHeapAttributeNumber;
 
-			if (att->attisdropped)
-				row->args = lappend(row->args, makeNullConst(INT4OID, -1, InvalidOid));
-			else if (bms_is_member(a - FirstLowInvalidHeapAttributeNumber, used))
-				row->args = lappend(row->args, key_column_value(r, a));
-			else
-				row->args = lappend(row->args,
-									makeNullConst(att->atttypid, att->atttypmod, att->attcollation));
+			if (attno <= 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("the partition_key of distributed stream %s uses the whole row",
+								RelationGetRelationName(r->rel)),
+						 errhint("Give sw_partition in the INSERT.")));
+			row->args = lappend(row->args, key_column_value(r, attno));
+			row->colnames = lappend(row->colnames,
+									makeString(pstrdup(NameStr(TupleDescAttr(RelationGetDescr(r->rel),
+																			 attno - 1)->attname))));
 		}
-		if (bms_is_member(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber, used))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("the partition_key of distributed stream %s uses the whole row",
-							RelationGetRelationName(r->rel)),
-					 errhint("Give sw_partition in the INSERT.")));
-		row->row_typeid = RelationGetForm(r->rel)->reltype;
-		row->row_format = COERCE_EXPLICIT_CAST;
+		row->row_typeid = RECORDOID;
+		row->row_format = COERCE_IMPLICIT_CAST;
 		row->location = -1;
-		computed = (Expr *) makeFuncExpr(fn, INT4OID, list_make1(row), InvalidOid, InvalidOid,
-										 COERCE_EXPLICIT_CALL);
+		computed = (Expr *) makeFuncExpr(fn, INT4OID,
+										 list_make2(makeConst(REGCLASSOID, -1, InvalidOid, sizeof(Oid),
+															  ObjectIdGetDatum(RelationGetRelid(r->rel)),
+															  false, true),
+													row),
+										 InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
 	}
 	else
 		computed = (Expr *) build_column_default(r->rel, r->partition);
@@ -249,49 +250,53 @@ partition_of_row(Route *r)
 /* What streamwm_internal._key_partition() keeps between calls of one call site. */
 typedef struct KeyEval
 {
-	Oid			rowtype;
+	Oid			relid;
 	int			npartitions;
+	int			nused;
+	AttrNumber *used;			/* the key's columns, in attnum order */
+	Oid		   *types;			/* ... and their types */
 	ExprState  *key;
 	FmgrInfo	hash;
 	Oid			collation;
-	TupleDesc	desc;
 	ExprContext *econtext;
 	TupleTableSlot *slot;
 } KeyEval;
 
 /*
- * streamwm_internal._key_partition(row record) RETURNS int: the partition
- * the partition_key of the distributed stream whose row type row has
- * picks for it, on any node (the key from the stream table's trigger
- * there): the key's tree, bound at create_stream under the creator's
- * names, evaluated on the row, and hashed as ingest.c hashes it (NULL:
- * partition 0).  Only for a role that may insert into the stream: the
- * key may run its owner's functions, as an INSERT does.
+ * streamwm_internal._key_partition(stream regclass, key_columns record)
+ * RETURNS int: the partition the partition_key of distributed stream
+ * 'stream' picks for a row whose key columns (in attnum order, each of
+ * its column's type) hold key_columns, on any node (the key from the
+ * stream table's trigger there): the key's tree, bound at create_stream
+ * under the creator's names and collations, evaluated on that row, and
+ * hashed as ingest.c hashes it (NULL: partition 0).  Only for a role that
+ * may insert into the stream: the key may run its owner's functions, as an
+ * INSERT does.
  */
 Datum
 streamwm_key_partition(PG_FUNCTION_ARGS)
 {
-	HeapTupleHeader tuple = PG_GETARG_HEAPTUPLEHEADER(0);
-	Oid			rowtype = HeapTupleHeaderGetTypeId(tuple);
+	Oid			relid = PG_GETARG_OID(0);
+	HeapTupleHeader tuple = PG_GETARG_HEAPTUPLEHEADER(1);
 	KeyEval    *ke = (KeyEval *) fcinfo->flinfo->fn_extra;
+	TupleDesc	rowdesc;
 	HeapTupleData tmp;
+	Datum	   *values;
+	bool	   *nulls;
 	Datum		value;
 	bool		isnull;
 
-	if (ke == NULL || ke->rowtype != rowtype)
+	if (ke == NULL || ke->relid != relid)
 	{
-		Oid			relid = get_typ_typrelid(rowtype);
 		MemoryContext old;
 		Relation	rel;
 		Expr	   *key;
 		bool		is_stream = false;
 		int			npartitions = 0;
+		Bitmapset  *used = NULL;
 		TypeCacheEntry *tc;
+		int			a = -1;
 
-		if (!OidIsValid(relid))
-			ereport(ERROR,
-					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-					 errmsg("_key_partition() takes a row of a stream table")));
 		if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK &&
 			pg_attribute_aclcheck_all(relid, GetUserId(), ACL_INSERT, ACLMASK_ANY) != ACLCHECK_OK)
 			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
@@ -304,8 +309,21 @@ streamwm_key_partition(PG_FUNCTION_ARGS)
 							RelationGetRelationName(rel))));
 		old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 		ke = palloc0(sizeof(KeyEval));
-		ke->rowtype = rowtype;
+		ke->relid = relid;
 		ke->npartitions = npartitions;
+		pull_varattnos((Node *) key, 1, &used);
+		ke->used = palloc(bms_num_members(used) * sizeof(AttrNumber));
+		ke->types = palloc(bms_num_members(used) * sizeof(Oid));
+		while ((a = bms_next_member(used, a)) >= 0)
+		{
+			AttrNumber	attno = a + FirstLowInvalidHeapAttributeNumber;
+
+			if (attno <= 0)
+				elog(ERROR, "the partition_key of %s uses the whole row",
+					 RelationGetRelationName(rel));
+			ke->used[ke->nused] = attno;
+			ke->types[ke->nused++] = TupleDescAttr(RelationGetDescr(rel), attno - 1)->atttypid;
+		}
 		key = expression_planner(copyObject(key));
 		ke->key = ExecInitExpr(key, NULL);
 		ke->collation = exprCollation((Node *) key);
@@ -316,22 +334,46 @@ streamwm_key_partition(PG_FUNCTION_ARGS)
 					 errmsg("partition_key of type %s cannot be hashed",
 							format_type_be(exprType((Node *) key)))));
 		fmgr_info_cxt(tc->hash_extended_proc, &ke->hash, fcinfo->flinfo->fn_mcxt);
-		ke->desc = CreateTupleDescCopy(RelationGetDescr(rel));
 		ke->econtext = CreateStandaloneExprContext();
-		ke->slot = MakeSingleTupleTableSlot(ke->desc, &TTSOpsVirtual);
+		ke->slot = MakeSingleTupleTableSlot(CreateTupleDescCopy(RelationGetDescr(rel)),
+											&TTSOpsVirtual);
 		MemoryContextSwitchTo(old);
 		table_close(rel, AccessShareLock);
 		fcinfo->flinfo->fn_extra = ke;
 	}
-	if (HeapTupleHeaderGetNatts(tuple) != ke->desc->natts)
-		elog(ERROR, "_key_partition(): a row of %d columns for a stream of %d",
-			 HeapTupleHeaderGetNatts(tuple), ke->desc->natts);
+
+	/* the row must be the key's columns, each of its column's type exactly */
+	rowdesc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(tuple),
+									 HeapTupleHeaderGetTypMod(tuple));
+	if (rowdesc->natts != ke->nused)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("_key_partition() needs the %d columns of the partition_key of %s, not %d",
+						ke->nused, get_rel_name(relid), rowdesc->natts)));
+	for (int i = 0; i < ke->nused; i++)
+		if (TupleDescAttr(rowdesc, i)->atttypid != ke->types[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("_key_partition(): column %d of the row is of type %s, not %s",
+							i + 1, format_type_be(TupleDescAttr(rowdesc, i)->atttypid),
+							format_type_be(ke->types[i]))));
+	values = palloc(Max(ke->nused, 1) * sizeof(Datum));
+	nulls = palloc(Max(ke->nused, 1) * sizeof(bool));
 	tmp.t_len = HeapTupleHeaderGetDatumLength(tuple);
 	ItemPointerSetInvalid(&tmp.t_self);
 	tmp.t_tableOid = InvalidOid;
 	tmp.t_data = tuple;
+	heap_deform_tuple(&tmp, rowdesc, values, nulls);
+	ReleaseTupleDesc(rowdesc);
+
 	ExecClearTuple(ke->slot);
-	heap_deform_tuple(&tmp, ke->desc, ke->slot->tts_values, ke->slot->tts_isnull);
+	for (int i = 0; i < ke->slot->tts_tupleDescriptor->natts; i++)
+		ke->slot->tts_isnull[i] = true;
+	for (int i = 0; i < ke->nused; i++)
+	{
+		ke->slot->tts_values[ke->used[i] - 1] = values[i];
+		ke->slot->tts_isnull[ke->used[i] - 1] = nulls[i];
+	}
 	ExecStoreVirtualTuple(ke->slot);
 	ResetExprContext(ke->econtext);
 	ke->econtext->ecxt_scantuple = ke->slot;

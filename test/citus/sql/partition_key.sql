@@ -162,6 +162,11 @@ SELECT pk_twins('k int, a text, b text COLLATE pk_ci', 'a || b',
                 'INSERT INTO %I (k, a, b) SELECT k, tr, ci FROM pkc_src') AS differ;
 SELECT pk_twins('k int, v text COLLATE "tr-x-icu"', 'upper(v) COLLATE pk_ci',
                 'INSERT INTO %I (k, v) SELECT k, t COLLATE "C" FROM pkc_src') AS differ;
+-- a column the key does not use, of a NOT NULL domain: only the key's
+-- columns travel to the workers
+CREATE DOMAIN pk_nn AS int NOT NULL;
+SELECT pk_twins('k int, d pk_nn', 'k', 'INSERT INTO %I (k, d) SELECT k, k FROM pkc_src') AS differ;
+DROP DOMAIN pk_nn;
 DROP FUNCTION pk_twins(text, text, text);
 DROP TABLE pkc_src;
 SELECT t, sw_partition FROM pkc WHERE length(t) = 3 ORDER BY t COLLATE "C";
@@ -178,7 +183,7 @@ GRANT USAGE ON SCHEMA streamwm TO regress_pk_writer;
 GRANT INSERT, SELECT ON pk, pk_local TO regress_pk_writer;
 CREATE TABLE pk_hostile_calls (n int);
 GRANT INSERT ON pk_hostile_calls TO PUBLIC;
-CREATE FUNCTION public._key_partition(record) RETURNS int
+CREATE FUNCTION public._key_partition(regclass, record) RETURNS int
     LANGUAGE plpgsql AS $$ BEGIN INSERT INTO public.pk_hostile_calls VALUES (1); RETURN 0; END $$;
 CREATE FUNCTION public.lower(text) RETURNS text
     LANGUAGE sql AS $$ INSERT INTO public.pk_hostile_calls VALUES (2); SELECT 'x' $$;
@@ -251,7 +256,7 @@ SELECT count(*) AS differ FROM (
     WHERE sw_event_time < '1970-01-01 00:00:10Z' GROUP BY 1
    EXCEPT SELECT p, n, s FROM pkq)) d;
 SELECT stream, events, late_events FROM streamwm.streams WHERE stream = 'pk'::regclass;
-DROP FUNCTION public._key_partition(record);
+DROP FUNCTION public._key_partition(regclass, record);
 DROP FUNCTION public.lower(text);
 DROP TABLE pk_hostile_calls;
 DROP FUNCTION pk_both(text);
