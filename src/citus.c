@@ -814,6 +814,7 @@ streamwm_distribute(PG_FUNCTION_ARGS)
 				 errmsg("the name of a distributed stream may have at most %d bytes",
 						(int) (NAMEDATALEN - 1 - strlen("_sw_log") - 1 - 8)),
 				 errdetail("Citus shortens the names of shards that would be longer, and the commit log's shards must keep theirs.")));
+	sw_citus_check_partition_key(stream);
 	logname = new_log_name(stream);
 
 	nestlevel = NewGUCNestLevel();

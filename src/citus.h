@@ -26,6 +26,7 @@ extern bool sw_citus_utility(PlannedStmt *pstmt, const char *queryString,
 							 QueryCompletion *qc);
 extern void sw_citus_route_statement(Query *query);
 extern bool sw_citus_has_partition_key(Oid relid);
+extern void sw_citus_check_partition_key(Oid relid);
 extern bool sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid relid,
 								QueryCompletion *qc);
 extern Oid	sw_citus_log_shard(Oid shard, const char *logname);

@@ -123,6 +123,37 @@ dist_partition_key(Relation rel, int *npartitions, bool *is_stream)
 	return NULL;
 }
 
+/*
+ * create_stream(..., distributed => true) (citus.c, before distributing):
+ * a partition_key that routing cannot compute is refused now, not at
+ * every INSERT: one over the whole row, or over sw_partition itself.
+ */
+void
+sw_citus_check_partition_key(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	int			npartitions;
+	bool		is_stream;
+	Expr	   *key = dist_partition_key(rel, &npartitions, &is_stream);
+	Bitmapset  *used = NULL;
+	SwStreamColumns cols;
+
+	if (key != NULL)
+	{
+		sw_check_stream_columns(rel, &cols);
+		pull_varattnos((Node *) key, 1, &used);
+		if (bms_is_member(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber, used) ||
+			bms_is_member(cols.partition - FirstLowInvalidHeapAttributeNumber, used))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the partition_key of a distributed stream cannot use %s",
+							bms_is_member(InvalidAttrNumber - FirstLowInvalidHeapAttributeNumber, used) ?
+							"the whole row" : "sw_partition"),
+					 errdetail("The partition is computed from the key's columns before Citus routes the row.")));
+	}
+	table_close(rel, AccessShareLock);
+}
+
 /* Does distributed stream relid have a partition_key? (_pick_partition) */
 bool
 sw_citus_has_partition_key(Oid relid)
@@ -250,6 +281,7 @@ partition_of_row(Route *r)
 /* What streamwm_internal._key_partition() keeps between calls of one call site. */
 typedef struct KeyEval
 {
+	MemoryContext cxt;			/* holds all of it; freed for another stream */
 	Oid			relid;
 	int			npartitions;
 	int			nused;
@@ -286,9 +318,18 @@ streamwm_key_partition(PG_FUNCTION_ARGS)
 	Datum		value;
 	bool		isnull;
 
+	/*
+	 * On every call: the cache outlives a change of user (a PL/pgSQL
+	 * expression keeps it for the transaction), and the relation may be
+	 * gone (an error here, as for any relation that does not exist).
+	 */
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK &&
+		pg_attribute_aclcheck_all(relid, GetUserId(), ACL_INSERT, ACLMASK_ANY) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
 	if (ke == NULL || ke->relid != relid)
 	{
 		MemoryContext old;
+		MemoryContext cxt;
 		Relation	rel;
 		Expr	   *key;
 		bool		is_stream = false;
@@ -297,9 +338,14 @@ streamwm_key_partition(PG_FUNCTION_ARGS)
 		TypeCacheEntry *tc;
 		int			a = -1;
 
-		if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK &&
-			pg_attribute_aclcheck_all(relid, GetUserId(), ACL_INSERT, ACLMASK_ANY) != ACLCHECK_OK)
-			aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+		/* one stream's state at a time: a call site switching streams frees the last */
+		if (ke != NULL)
+		{
+			FreeExprContext(ke->econtext, true);
+			ExecDropSingleTupleTableSlot(ke->slot);
+			MemoryContextDelete(ke->cxt);
+			fcinfo->flinfo->fn_extra = ke = NULL;
+		}
 		rel = table_open(relid, AccessShareLock);
 		key = dist_partition_key(rel, &npartitions, &is_stream);
 		if (key == NULL)
@@ -307,8 +353,11 @@ streamwm_key_partition(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 					 errmsg("\"%s\" is not a distributed stream with a partition_key",
 							RelationGetRelationName(rel))));
-		old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		cxt = AllocSetContextCreate(fcinfo->flinfo->fn_mcxt, "streamwm _key_partition",
+									ALLOCSET_SMALL_SIZES);
+		old = MemoryContextSwitchTo(cxt);
 		ke = palloc0(sizeof(KeyEval));
+		ke->cxt = cxt;
 		ke->relid = relid;
 		ke->npartitions = npartitions;
 		pull_varattnos((Node *) key, 1, &used);
@@ -333,7 +382,7 @@ streamwm_key_partition(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_UNDEFINED_FUNCTION),
 					 errmsg("partition_key of type %s cannot be hashed",
 							format_type_be(exprType((Node *) key)))));
-		fmgr_info_cxt(tc->hash_extended_proc, &ke->hash, fcinfo->flinfo->fn_mcxt);
+		fmgr_info_cxt(tc->hash_extended_proc, &ke->hash, cxt);
 		ke->econtext = CreateStandaloneExprContext();
 		ke->slot = MakeSingleTupleTableSlot(CreateTupleDescCopy(RelationGetDescr(rel)),
 											&TTSOpsVirtual);

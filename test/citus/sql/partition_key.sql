@@ -16,6 +16,10 @@ SELECT streamwm.create_stream('pk_local', 'k int, v text', partitions => 4,
                               partition_key => 'lower(v) || (k % 7)::text');
 SELECT streamwm.create_query('pkq', 'SELECT sw_partition AS p, count(*) AS n, sum(k) AS s FROM pk GROUP BY sw_partition',
                              hop => '10 s', size => '10 s');
+-- keys that routing cannot compute are refused at create_stream
+SELECT streamwm.create_stream('pk_bad', 'k int', partition_key => 'pk_bad', distributed => true);
+SELECT streamwm.create_stream('pk_bad', 'k int', partition_key => 'sw_partition + k', distributed => true);
+SELECT to_regclass('pk_bad') AS not_made;
 -- the same statements into both streams
 CREATE FUNCTION pk_both(sql text) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
