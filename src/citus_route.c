@@ -69,7 +69,10 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
@@ -278,10 +281,10 @@ partition_of_row(Route *r)
 	return (Expr *) c;
 }
 
-/* What streamwm_internal._key_partition() keeps between calls of one call site. */
+/* What streamwm_internal._key_partition() needs of one stream's key. */
 typedef struct KeyEval
 {
-	MemoryContext cxt;			/* holds all of it; freed for another stream */
+	MemoryContext cxt;			/* holds all of it */
 	Oid			relid;
 	int			npartitions;
 	int			nused;
@@ -295,74 +298,78 @@ typedef struct KeyEval
 } KeyEval;
 
 /*
- * streamwm_internal._key_partition(stream regclass, key_columns record)
- * RETURNS int: the partition the partition_key of distributed stream
- * 'stream' picks for a row whose key columns (in attnum order, each of
- * its column's type) hold key_columns, on any node (the key from the
- * stream table's trigger there): the key's tree, bound at create_stream
- * under the creator's names and collations, evaluated on that row, and
- * hashed as ingest.c hashes it (NULL: partition 0).  Only for a role that
- * may insert into the stream: the key may run its owner's functions, as an
- * INSERT does.
+ * The KeyEvals of this backend, by stream: Citus evaluates the call of a
+ * multi-row VALUES list once per row with a new expression state, so a
+ * cache per call site was built again for every row.  An entry is marked
+ * invalid by a relcache invalidation of its stream and built again at its
+ * next use.  A call made while the entry's state is being evaluated (a
+ * key's function may insert into its own stream) builds a state of its own
+ * and frees it.
  */
-Datum
-streamwm_key_partition(PG_FUNCTION_ARGS)
+typedef struct KeyCacheEntry
 {
-	Oid			relid = PG_GETARG_OID(0);
-	HeapTupleHeader tuple = PG_GETARG_HEAPTUPLEHEADER(1);
-	KeyEval    *ke = (KeyEval *) fcinfo->flinfo->fn_extra;
-	TupleDesc	rowdesc;
-	HeapTupleData tmp;
-	Datum	   *values;
-	bool	   *nulls;
-	Datum		value;
-	bool		isnull;
+	Oid			relid;			/* hash key */
+	bool		valid;
+	int			evaluating;		/* calls evaluating ke */
+	KeyEval    *ke;
+} KeyCacheEntry;
 
-	/*
-	 * On every call: the cache outlives a change of user (a PL/pgSQL
-	 * expression keeps it for the transaction), and the relation may be
-	 * gone (an error here, as for any relation that does not exist).
-	 */
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK &&
-		pg_attribute_aclcheck_all(relid, GetUserId(), ACL_INSERT, ACLMASK_ANY) != ACLCHECK_OK)
-		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
-	if (ke == NULL || ke->relid != relid)
+static HTAB *key_cache = NULL;
+
+static void
+key_cache_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	KeyCacheEntry *entry;
+
+	hash_seq_init(&status, key_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (relid == InvalidOid || entry->relid == relid)
+			entry->valid = false;
+}
+
+static void
+key_eval_free(KeyEval *ke)
+{
+	FreeExprContext(ke->econtext, true);
+	ExecDropSingleTupleTableSlot(ke->slot);
+	MemoryContextDelete(ke->cxt);
+}
+
+/* The evaluation state of the partition_key of distributed stream relid. */
+static KeyEval *
+key_eval_build(Oid relid)
+{
+	MemoryContext old;
+	MemoryContext cxt;
+	Relation	rel;
+	Expr	   *key;
+	bool		is_stream = false;
+	int			npartitions = 0;
+	Bitmapset  *used = NULL;
+	TypeCacheEntry *tc;
+	KeyEval    *ke;
+	int			a = -1;
+
+	rel = table_open(relid, AccessShareLock);
+	key = dist_partition_key(rel, &npartitions, &is_stream);
+	if (key == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a distributed stream with a partition_key",
+						RelationGetRelationName(rel))));
+	cxt = AllocSetContextCreate(CacheMemoryContext, "streamwm _key_partition",
+								ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	PG_TRY();
 	{
-		MemoryContext old;
-		MemoryContext cxt;
-		Relation	rel;
-		Expr	   *key;
-		bool		is_stream = false;
-		int			npartitions = 0;
-		Bitmapset  *used = NULL;
-		TypeCacheEntry *tc;
-		int			a = -1;
-
-		/* one stream's state at a time: a call site switching streams frees the last */
-		if (ke != NULL)
-		{
-			FreeExprContext(ke->econtext, true);
-			ExecDropSingleTupleTableSlot(ke->slot);
-			MemoryContextDelete(ke->cxt);
-			fcinfo->flinfo->fn_extra = ke = NULL;
-		}
-		rel = table_open(relid, AccessShareLock);
-		key = dist_partition_key(rel, &npartitions, &is_stream);
-		if (key == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-					 errmsg("\"%s\" is not a distributed stream with a partition_key",
-							RelationGetRelationName(rel))));
-		cxt = AllocSetContextCreate(fcinfo->flinfo->fn_mcxt, "streamwm _key_partition",
-									ALLOCSET_SMALL_SIZES);
-		old = MemoryContextSwitchTo(cxt);
 		ke = palloc0(sizeof(KeyEval));
 		ke->cxt = cxt;
 		ke->relid = relid;
 		ke->npartitions = npartitions;
 		pull_varattnos((Node *) key, 1, &used);
-		ke->used = palloc(bms_num_members(used) * sizeof(AttrNumber));
-		ke->types = palloc(bms_num_members(used) * sizeof(Oid));
+		ke->used = palloc(Max(bms_num_members(used), 1) * sizeof(AttrNumber));
+		ke->types = palloc(Max(bms_num_members(used), 1) * sizeof(Oid));
 		while ((a = bms_next_member(used, a)) >= 0)
 		{
 			AttrNumber	attno = a + FirstLowInvalidHeapAttributeNumber;
@@ -386,9 +393,82 @@ streamwm_key_partition(PG_FUNCTION_ARGS)
 		ke->econtext = CreateStandaloneExprContext();
 		ke->slot = MakeSingleTupleTableSlot(CreateTupleDescCopy(RelationGetDescr(rel)),
 											&TTSOpsVirtual);
+	}
+	PG_CATCH();
+	{
 		MemoryContextSwitchTo(old);
-		table_close(rel, AccessShareLock);
-		fcinfo->flinfo->fn_extra = ke;
+		MemoryContextDelete(cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	table_close(rel, AccessShareLock);
+	return ke;
+}
+
+/*
+ * streamwm_internal._key_partition(stream regclass, key_columns record)
+ * RETURNS int: the partition the partition_key of distributed stream
+ * 'stream' picks for a row whose key columns (in attnum order, each of
+ * its column's type) hold key_columns, on any node (the key from the
+ * stream table's trigger there): the key's tree, bound at create_stream
+ * under the creator's names and collations, evaluated on that row, and
+ * hashed as ingest.c hashes it (NULL: partition 0).  Only for a role that
+ * may insert into the stream, checked at every call: the key may run its
+ * owner's functions, as an INSERT does.
+ */
+Datum
+streamwm_key_partition(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	HeapTupleHeader tuple = PG_GETARG_HEAPTUPLEHEADER(1);
+	KeyCacheEntry *entry;
+	KeyEval    *ke;
+	bool		found;
+	bool		own = false;
+	TupleDesc	rowdesc;
+	HeapTupleData tmp;
+	Datum	   *values;
+	bool	   *nulls;
+	Datum		value;
+	bool		isnull;
+
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK &&
+		pg_attribute_aclcheck_all(relid, GetUserId(), ACL_INSERT, ACLMASK_ANY) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+
+	if (key_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(KeyCacheEntry);
+		key_cache = hash_create("streamwm partition keys", 16, &ctl, HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(key_cache_invalidate, (Datum) 0);
+	}
+	entry = hash_search(key_cache, &relid, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->valid = false;
+		entry->evaluating = 0;
+		entry->ke = NULL;
+	}
+	if (entry->evaluating > 0)
+	{
+		/* a call from within the key's evaluation: the entry's state is in use */
+		ke = key_eval_build(relid);
+		own = true;
+	}
+	else if (entry->valid && entry->ke != NULL)
+		ke = entry->ke;
+	else
+	{
+		if (entry->ke != NULL)
+			key_eval_free(entry->ke);
+		entry->ke = NULL;
+		/* valid from now: an invalidation while building marks it again */
+		entry->valid = true;
+		entry->ke = ke = key_eval_build(relid);
 	}
 
 	/* the row must be the key's columns, each of its column's type exactly */
@@ -415,20 +495,36 @@ streamwm_key_partition(PG_FUNCTION_ARGS)
 	heap_deform_tuple(&tmp, rowdesc, values, nulls);
 	ReleaseTupleDesc(rowdesc);
 
-	ExecClearTuple(ke->slot);
-	for (int i = 0; i < ke->slot->tts_tupleDescriptor->natts; i++)
-		ke->slot->tts_isnull[i] = true;
-	for (int i = 0; i < ke->nused; i++)
+	/* entry stays valid as a pointer: entries are never removed */
+	if (!own)
+		entry->evaluating++;
+	PG_TRY();
 	{
-		ke->slot->tts_values[ke->used[i] - 1] = values[i];
-		ke->slot->tts_isnull[ke->used[i] - 1] = nulls[i];
+		ExecClearTuple(ke->slot);
+		for (int i = 0; i < ke->slot->tts_tupleDescriptor->natts; i++)
+			ke->slot->tts_isnull[i] = true;
+		for (int i = 0; i < ke->nused; i++)
+		{
+			ke->slot->tts_values[ke->used[i] - 1] = values[i];
+			ke->slot->tts_isnull[ke->used[i] - 1] = nulls[i];
+		}
+		ExecStoreVirtualTuple(ke->slot);
+		ResetExprContext(ke->econtext);
+		ke->econtext->ecxt_scantuple = ke->slot;
+		value = ExecEvalExprSwitchContext(ke->key, ke->econtext, &isnull);
+		/* a by-reference result lives in the econtext: hash it before anything resets that */
+		value = Int32GetDatum(isnull ? 0 : sw_key_partition(&ke->hash, ke->collation, value,
+															   ke->npartitions));
 	}
-	ExecStoreVirtualTuple(ke->slot);
-	ResetExprContext(ke->econtext);
-	ke->econtext->ecxt_scantuple = ke->slot;
-	value = ExecEvalExprSwitchContext(ke->key, ke->econtext, &isnull);
-	PG_RETURN_INT32(isnull ? 0 : sw_key_partition(&ke->hash, ke->collation, value,
-												   ke->npartitions));
+	PG_FINALLY();
+	{
+		if (own)
+			key_eval_free(ke);
+		else
+			entry->evaluating--;
+	}
+	PG_END_TRY();
+	PG_RETURN_DATUM(value);
 }
 
 /* The INSERT's target entry of attribute attno, or NULL. */

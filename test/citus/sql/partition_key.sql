@@ -75,6 +75,26 @@ CREATE FUNCTION pk_atomic(int) RETURNS void LANGUAGE sql
 BEGIN ATOMIC INSERT INTO pk (k, v) VALUES ($1, 'atomic'); END;
 SELECT pk_atomic(134);
 DROP FUNCTION pk_atomic(int);
+-- a key whose function inserts into its own stream: the nested INSERT's
+-- partition is computed while the outer one's key is being evaluated
+CREATE FUNCTION pk_self(k int, s text) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+    IF k > 0 THEN
+        EXECUTE format('INSERT INTO %I (k) VALUES ($1)', s) USING k - 1;
+    END IF;
+    RETURN k;
+END $$;
+SELECT streamwm.create_stream('pks', 'k int', partitions => 4, partition_key => 'pk_self(k, ''pks'')',
+                              distributed => true);
+SELECT streamwm.create_stream('pks_local', 'k int', partitions => 4,
+                              partition_key => 'pk_self(k, ''pks_local'')');
+INSERT INTO pks (k) VALUES (3), (5);
+INSERT INTO pks_local (k) VALUES (3), (5);
+SELECT count(*) AS rows, count(*) FILTER (WHERE (k, sw_partition) NOT IN (SELECT k, sw_partition FROM pks_local))
+       AS differ FROM pks;
+SELECT streamwm.drop_stream('pks');
+SELECT streamwm.drop_stream('pks_local');
+DROP FUNCTION pk_self(int, text);
 -- a co-located INSERT ... SELECT that gives the partition of another stream
 -- (never NULL) is left as it is: Citus still runs it on the workers
 SELECT streamwm.create_stream('pk_a', 'k int', partitions => 4, distributed => true);
@@ -142,36 +162,39 @@ SELECT g, CASE WHEN g % 2 = 0 THEN 'ABC' ELSE 'aBc' END || (g % 3),
   FROM generate_series(1, 24) g;
 INSERT INTO pkc (t) SELECT t FROM pkc_src;
 INSERT INTO pkc_local (t) SELECT t FROM pkc_src;
-CREATE FUNCTION pk_twins(cols text, key text, sel text) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE n bigint;
+-- (a procedure: a distributed stream is written in a transaction after the
+-- one that created it, as README says)
+CREATE PROCEDURE pk_twins(cols text, key text, sel text, INOUT differ bigint DEFAULT NULL)
+LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM streamwm.create_stream('pkx', cols, partitions => 16, partition_key => key, distributed => true);
     PERFORM streamwm.create_stream('pkx_local', cols, partitions => 16, partition_key => key);
+    COMMIT;
     EXECUTE format(sel, 'pkx');
     EXECUTE format(sel, 'pkx_local');
-    SELECT count(*) INTO n FROM (
+    SELECT count(*) INTO differ FROM (
       (SELECT k, sw_partition FROM pkx EXCEPT SELECT k, sw_partition FROM pkx_local)
       UNION ALL
       (SELECT k, sw_partition FROM pkx_local EXCEPT SELECT k, sw_partition FROM pkx)) d;
+    COMMIT;
     PERFORM streamwm.drop_stream('pkx');
     PERFORM streamwm.drop_stream('pkx_local');
-    RETURN n;
 END $$;
-SELECT pk_twins('k int, v text COLLATE "tr-x-icu"', 'upper(v)',
-                'INSERT INTO %I (k, v) SELECT k, t FROM pkc_src') AS differ;
-SELECT pk_twins('k int, v text', 'upper(v)', 'INSERT INTO %I (k, v) SELECT k, tr FROM pkc_src') AS differ;
-SELECT pk_twins('k int, v text', 'v', 'INSERT INTO %I (k, v) SELECT k, ci FROM pkc_src') AS differ;
-SELECT pk_twins('k int, v text COLLATE pk_ci', 'v', 'INSERT INTO %I (k, v) SELECT k, tr FROM pkc_src') AS differ;
-SELECT pk_twins('k int, a text, b text COLLATE pk_ci', 'a || b',
-                'INSERT INTO %I (k, a, b) SELECT k, tr, ci FROM pkc_src') AS differ;
-SELECT pk_twins('k int, v text COLLATE "tr-x-icu"', 'upper(v) COLLATE pk_ci',
-                'INSERT INTO %I (k, v) SELECT k, t COLLATE "C" FROM pkc_src') AS differ;
+CALL pk_twins('k int, v text COLLATE "tr-x-icu"', 'upper(v)',
+                'INSERT INTO %I (k, v) SELECT k, t FROM pkc_src');
+CALL pk_twins('k int, v text', 'upper(v)', 'INSERT INTO %I (k, v) SELECT k, tr FROM pkc_src');
+CALL pk_twins('k int, v text', 'v', 'INSERT INTO %I (k, v) SELECT k, ci FROM pkc_src');
+CALL pk_twins('k int, v text COLLATE pk_ci', 'v', 'INSERT INTO %I (k, v) SELECT k, tr FROM pkc_src');
+CALL pk_twins('k int, a text, b text COLLATE pk_ci', 'a || b',
+                'INSERT INTO %I (k, a, b) SELECT k, tr, ci FROM pkc_src');
+CALL pk_twins('k int, v text COLLATE "tr-x-icu"', 'upper(v) COLLATE pk_ci',
+                'INSERT INTO %I (k, v) SELECT k, t COLLATE "C" FROM pkc_src');
 -- a column the key does not use, of a NOT NULL domain: only the key's
 -- columns travel to the workers
 CREATE DOMAIN pk_nn AS int NOT NULL;
-SELECT pk_twins('k int, d pk_nn', 'k', 'INSERT INTO %I (k, d) SELECT k, k FROM pkc_src') AS differ;
+CALL pk_twins('k int, d pk_nn', 'k', 'INSERT INTO %I (k, d) SELECT k, k FROM pkc_src');
 DROP DOMAIN pk_nn;
-DROP FUNCTION pk_twins(text, text, text);
+DROP PROCEDURE pk_twins(text, text, text, bigint);
 DROP TABLE pkc_src;
 SELECT t, sw_partition FROM pkc WHERE length(t) = 3 ORDER BY t COLLATE "C";
 SELECT count(*) AS differ FROM (
