@@ -431,6 +431,20 @@ sw_may_manage(Oid owner)
 }
 
 /*
+ * The error of a current user who may not insert into relid at all (on
+ * the table or on any of its columns): what ingest() and the partition of
+ * a distributed stream's row check before they open the table, since both
+ * may run the stream's code as the caller.
+ */
+void
+sw_check_may_insert(Oid relid)
+{
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK &&
+		pg_attribute_aclcheck_all(relid, GetUserId(), ACL_INSERT, ACLMASK_ANY) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+}
+
+/*
  * May the current user see a stream in the monitoring views?  Members of
  * its owner, roles that may SELECT from it, and pg_read_all_stats.
  */

@@ -55,6 +55,7 @@ extern void sw_enter_catalog(SwRoleContext *cx);
 extern int	sw_enter_safe_path(void);
 extern void sw_leave_safe_path(int nestlevel);
 extern bool sw_may_manage(Oid owner);
+extern void sw_check_may_insert(Oid relid);
 extern bool sw_may_see_stream(Oid relid, Oid owner);
 extern bool sw_lookup_stream(Oid relid, bool lock, Oid *owner, int *npartitions);
 extern bool sw_is_ingest_function(Oid funcoid);

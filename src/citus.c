@@ -86,6 +86,7 @@
 #include "catalog.h"
 #include "citus.h"
 #include "commit_order.h"
+#include "ingest.h"
 #include "limit.h"
 #include "watermark.h"
 
@@ -701,35 +702,40 @@ spread_shard_count(int np)
 }
 
 /*
+ * The sw_ingest trigger of rel as a distributed stream's table has it (two
+ * arguments: partitions, commit log), copied before the catalog read that
+ * checks its function (a relcache rebuild frees the description); NULL if
+ * it has no such trigger of streamwm's.
+ */
+Trigger *
+sw_citus_stream_trigger(Relation rel)
+{
+	TriggerDesc *td = rel->trigdesc;
+	Trigger    *copy = NULL;
+
+	for (int i = 0; td != NULL && i < td->numtriggers; i++)
+		if (strcmp(td->triggers[i].tgname, "sw_ingest") == 0 && td->triggers[i].tgnargs == 2)
+			copy = sw_copy_trigger(&td->triggers[i]);
+	if (copy == NULL || !sw_is_ingest_function(copy->tgfoid))
+		return NULL;
+	return copy;
+}
+
+/*
  * Argument argno of the stream table relid's sw_ingest trigger as a
- * distributed stream has it (two arguments: partitions, commit log), copied
- * before any catalog read (a relcache rebuild frees the description); NULL
- * if it has no such trigger of streamwm's.  *nsp: the table's schema.
+ * distributed stream has it; NULL if it has no such trigger of streamwm's.
+ * *nsp: the table's schema.
  */
 static char *
 dist_ingest_trigger_arg(Oid relid, int argno, Oid *nsp)
 {
 	Relation	rel = table_open(relid, AccessShareLock);
-	char	   *arg = NULL;
-	Oid			tgfoid = InvalidOid;
+	Trigger    *t = sw_citus_stream_trigger(rel);
 
-	if (rel->trigdesc != NULL)
-		for (int i = 0; i < rel->trigdesc->numtriggers; i++)
-		{
-			Trigger    *t = &rel->trigdesc->triggers[i];
-
-			if (strcmp(t->tgname, "sw_ingest") == 0 && t->tgnargs == 2)
-			{
-				tgfoid = t->tgfoid;
-				arg = pstrdup(t->tgargs[argno]);
-			}
-		}
 	if (nsp != NULL)
 		*nsp = RelationGetNamespace(rel);
 	table_close(rel, AccessShareLock);
-	if (arg == NULL || !sw_is_ingest_function(tgfoid))
-		return NULL;
-	return arg;
+	return t != NULL ? t->tgargs[argno] : NULL;
 }
 
 /*

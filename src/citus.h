@@ -9,6 +9,7 @@
 
 #include "nodes/plannodes.h"
 #include "tcop/cmdtag.h"
+#include "utils/rel.h"
 #include "commit_order.h"
 
 struct SwStreamClock;
@@ -18,6 +19,7 @@ extern bool sw_citus_wrote(Oid relid);
 extern const char *sw_citus_table_kind(Oid relid);
 extern Oid	sw_citus_shard_owner(Oid relid);
 extern int	sw_citus_stream_partitions(Oid relid);
+extern Trigger *sw_citus_stream_trigger(Relation rel);
 extern void sw_citus_refuse_stream(Oid stream);
 extern void sw_citus_refuse_query_relation(Oid relid, Oid stream);
 extern void sw_citus_refuse_result_table(Oid result);

@@ -66,7 +66,6 @@
 #include "parser/parse_relation.h"
 #include "rewrite/rewriteHandler.h"
 #include "rewrite/rewriteManip.h"
-#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/hsearch.h"
@@ -103,27 +102,16 @@ typedef struct Route
 static Expr *
 dist_partition_key(Relation rel, int *npartitions, bool *is_stream)
 {
-	TriggerDesc *td = rel->trigdesc;
+	Trigger    *t = sw_citus_stream_trigger(rel);
 
-	*is_stream = false;
-	if (td == NULL)
+	*is_stream = (t != NULL);
+	if (t == NULL)
 		return NULL;
-	for (int i = 0; i < td->numtriggers; i++)
-	{
-		Trigger    *t = &td->triggers[i];
-
-		if (strcmp(t->tgname, "sw_ingest") == 0 && t->tgnargs == 2 &&
-			sw_is_ingest_function(t->tgfoid))
-		{
-			*is_stream = true;
-			*npartitions = pg_strtoint32(t->tgargs[0]);
-			if (*npartitions < 1)
-				elog(ERROR, "invalid partition count in trigger on %s",
-					 RelationGetRelationName(rel));
-			return t->tgqual != NULL ? sw_ingest_partition_key(rel, t) : NULL;
-		}
-	}
-	return NULL;
+	*npartitions = pg_strtoint32(t->tgargs[0]);
+	if (*npartitions < 1)
+		elog(ERROR, "invalid partition count in trigger on %s",
+			 RelationGetRelationName(rel));
+	return t->tgqual != NULL ? sw_ingest_partition_key(rel, t) : NULL;
 }
 
 /*
@@ -433,9 +421,7 @@ streamwm_key_partition(PG_FUNCTION_ARGS)
 	Datum		value;
 	bool		isnull;
 
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK &&
-		pg_attribute_aclcheck_all(relid, GetUserId(), ACL_INSERT, ACLMASK_ANY) != ACLCHECK_OK)
-		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+	sw_check_may_insert(relid);
 
 	if (key_cache == NULL)
 	{

@@ -76,7 +76,6 @@
 #include "rewrite/rewriteManip.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
-#include "utils/acl.h"
 #include "utils/array.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
@@ -568,8 +567,8 @@ ingest_state_build(IngestState *entry, Relation rel, Trigger *trigger)
 }
 
 /* A copy of a trigger's description, in the current memory context. */
-static Trigger *
-copy_trigger(const Trigger *trigger)
+Trigger *
+sw_copy_trigger(const Trigger *trigger)
 {
 	Trigger    *copy = palloc(sizeof(Trigger));
 
@@ -618,7 +617,7 @@ ingest_state(Relation rel, Trigger *trigger)
 	 * invalidation (autovacuum's statistics are enough) gets a new trigger
 	 * description.  Nothing above reads the catalogs.
 	 */
-	trigger = copy_trigger(trigger);
+	trigger = sw_copy_trigger(trigger);
 
 	/* under the caller's context until complete: an error frees it */
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "streamwm ingest",
@@ -1746,9 +1745,7 @@ ingest_begin(IngestCall *call, FunctionCallInfo fcinfo, bool lines)
 				 errmsg("stream must not be NULL")));
 	relid = PG_GETARG_OID(0);
 	/* before any lock on it: a role that may not write the table waits for nothing */
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) != ACLCHECK_OK &&
-		pg_attribute_aclcheck_all(relid, GetUserId(), ACL_INSERT, ACLMASK_ANY) != ACLCHECK_OK)
-		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(relid));
+	sw_check_may_insert(relid);
 	/*
 	 * Errors for a non-stream.  On a Citus worker a distributed stream is
 	 * known from its table alone: the INSERTs below go through Citus,

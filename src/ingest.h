@@ -23,6 +23,7 @@ typedef struct SwFilled
 	AttrNumber	atts[4];
 } SwFilled;
 
+extern Trigger *sw_copy_trigger(const Trigger *trigger);
 extern Expr *sw_ingest_partition_key(Relation rel, const Trigger *trigger);
 extern int32 sw_key_partition(FmgrInfo *hash, Oid collation, Datum key, int npartitions);
 extern bool sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled);
