@@ -88,29 +88,32 @@ typedef struct Route
 {
 	Relation	rel;
 	Expr	   *key;			/* the partition_key, or NULL */
-	int			npartitions;
 	AttrNumber	partition;		/* sw_partition's attnum */
 	AttrNumber	write_time;		/* sw_write_time's */
 	Node	  **given;			/* by attnum - 1: what the row gives, or NULL */
 } Route;
 
 /*
- * The partition_key of distributed stream rel and its partition count, from
- * its sw_ingest trigger (two arguments: partitions, commit log); NULL if it
- * has none.  *is_stream: rel is a distributed stream at all.
+ * The partition_key of distributed stream rel, from its sw_ingest trigger
+ * (two arguments: partitions, commit log); NULL if it has none.
+ * *is_stream: rel is a distributed stream at all; *npartitions (if not
+ * NULL): its partition count.
  */
 static Expr *
 dist_partition_key(Relation rel, int *npartitions, bool *is_stream)
 {
 	Trigger    *t = sw_citus_stream_trigger(rel);
+	int			n;
 
 	*is_stream = (t != NULL);
 	if (t == NULL)
 		return NULL;
-	*npartitions = pg_strtoint32(t->tgargs[0]);
-	if (*npartitions < 1)
+	n = pg_strtoint32(t->tgargs[0]);
+	if (n < 1)
 		elog(ERROR, "invalid partition count in trigger on %s",
 			 RelationGetRelationName(rel));
+	if (npartitions != NULL)
+		*npartitions = n;
 	return t->tgqual != NULL ? sw_ingest_partition_key(rel, t) : NULL;
 }
 
@@ -123,9 +126,8 @@ void
 sw_citus_check_partition_key(Oid relid)
 {
 	Relation	rel = table_open(relid, AccessShareLock);
-	int			npartitions;
 	bool		is_stream;
-	Expr	   *key = dist_partition_key(rel, &npartitions, &is_stream);
+	Expr	   *key = dist_partition_key(rel, NULL, &is_stream);
 	Bitmapset  *used = NULL;
 	SwStreamColumns cols;
 
@@ -150,9 +152,8 @@ bool
 sw_citus_has_partition_key(Oid relid)
 {
 	Relation	rel = table_open(relid, AccessShareLock);
-	int			npartitions;
 	bool		is_stream;
-	bool		has = dist_partition_key(rel, &npartitions, &is_stream) != NULL;
+	bool		has = dist_partition_key(rel, NULL, &is_stream) != NULL;
 
 	table_close(rel, AccessShareLock);
 	return has;
@@ -746,7 +747,7 @@ route_insert(Query *query, Oid relid)
 
 	memset(&r, 0, sizeof(r));
 	r.rel = rel;
-	r.key = dist_partition_key(rel, &r.npartitions, &is_stream);
+	r.key = dist_partition_key(rel, NULL, &is_stream);
 	if (!is_stream)
 	{
 		table_close(rel, AccessShareLock);
@@ -888,7 +889,6 @@ sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid relid,
 	CopyStmt   *stmt = (CopyStmt *) pstmt->utilityStmt;
 	Relation	rel;
 	TupleDesc	desc;
-	int			npartitions;
 	bool		is_stream;
 	SwStreamColumns cols;
 	StringInfoData create;
@@ -904,7 +904,7 @@ sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid relid,
 	int			nestlevel;
 
 	rel = table_open(relid, AccessShareLock);
-	if (dist_partition_key(rel, &npartitions, &is_stream) == NULL)
+	if (dist_partition_key(rel, NULL, &is_stream) == NULL)
 	{
 		table_close(rel, AccessShareLock);
 		return false;
