@@ -163,6 +163,26 @@ typedef struct SwWriter
 	char	   *search_path;
 } SwWriter;
 
+/*
+ * Where this transaction stored its rows in each local stream table: the
+ * first and last heap block, in the table's storage as it was then
+ * (relfilenode: a rewrite in the transaction moves every row).  The
+ * access method notes each row it stores (stream_am.c), renumbering each
+ * version it makes; collect_own_rows() then reads only those blocks, not
+ * the stream's key index (a stream need not have one).
+ */
+typedef struct SwStoredSpan
+{
+	Oid			table;
+	Oid			relfilenode;
+	BlockNumber first;
+	BlockNumber last;
+} SwStoredSpan;
+
+static SwStoredSpan *spans = NULL;
+static int	nspans = 0;
+static int	capspans = 0;
+
 static SwWriter *writers = NULL;
 static int	nwriters = 0;
 static int	capwriters = 0;
@@ -386,6 +406,64 @@ sw_commit_order_note(Oid relid, Oid table, Oid log, Oid seqoid, int32 partition,
 }
 
 /*
+ * The stream's access method stored a row of this transaction at 'tid' of
+ * 'rel' (or renumbering stored a row's new version there).
+ */
+void
+sw_commit_order_stored(Relation rel, ItemPointer tid)
+{
+	Oid			table = RelationGetRelid(rel);
+	BlockNumber blk = ItemPointerGetBlockNumber(tid);
+	SwStoredSpan *sp = NULL;
+
+	for (int i = nspans - 1; i >= 0; i--)
+		if (spans[i].table == table)
+		{
+			sp = &spans[i];
+			break;
+		}
+	if (sp == NULL)
+	{
+		if (nspans == capspans)
+		{
+			capspans = capspans == 0 ? 4 : capspans * 2;
+			spans = spans == NULL ?
+				MemoryContextAlloc(TopTransactionContext, capspans * sizeof(SwStoredSpan)) :
+				repalloc(spans, capspans * sizeof(SwStoredSpan));
+		}
+		sp = &spans[nspans++];
+		sp->table = table;
+		sp->relfilenode = rel->rd_node.relNode;
+		sp->first = sp->last = blk;
+	}
+	else if (sp->relfilenode != rel->rd_node.relNode)
+	{
+		/* rewritten since: the blocks noted before say nothing any more */
+		sp->relfilenode = InvalidOid;
+	}
+	if (blk < sp->first)
+		sp->first = blk;
+	if (blk > sp->last)
+		sp->last = blk;
+}
+
+/* The blocks this transaction stored rows of 'rel' in, if known. */
+static bool
+stored_span(Relation rel, BlockNumber *first, BlockNumber *last)
+{
+	for (int i = 0; i < nspans; i++)
+		if (spans[i].table == RelationGetRelid(rel))
+		{
+			if (spans[i].relfilenode != rel->rd_node.relNode)
+				return false;
+			*first = spans[i].first;
+			*last = spans[i].last;
+			return true;
+		}
+	return false;
+}
+
+/*
  * The offset of a new row in 'partition' of a distributed stream, on the
  * node that holds it (ingest.c; 'log' is the shard of the stream's commit
  * log here).  Each Citus node has its own range of the stream's sequence,
@@ -598,8 +676,9 @@ key_index(Relation rel, AttrNumber ap, AttrNumber ao)
 
 /*
  * Collect this transaction's rows of writes[w] in its table (the stream,
- * or on a Citus node its shard): by the key index, or by a scan of the
- * table if there is none.  No query: nothing is planned (planning loads
+ * or on a Citus node its shard): by the key index; else in the blocks it
+ * stored them in, which a local stream's access method notes; else by a
+ * scan of the whole table.  No query: nothing is planned (planning loads
  * the indexes' expressions, the owner's, under whatever search_path is in
  * force) and no role is needed.
  */
@@ -612,6 +691,8 @@ collect_own_rows(int w, OwnRow **rows, int64 *n, int64 *cap)
 	AttrNumber	ao = get_attnum(table, "sw_offset");
 	Relation	idx;
 	TupleTableSlot *slot;
+	BlockNumber first;
+	BlockNumber last;
 
 	if (ap == InvalidAttrNumber || ao == InvalidAttrNumber ||
 		get_atttype(table, ap) != INT4OID || get_atttype(table, ao) != INT8OID)
@@ -641,6 +722,23 @@ collect_own_rows(int w, OwnRow **rows, int64 *n, int64 *cap)
 		}
 		index_endscan(scan);
 		index_close(idx, AccessShareLock);
+	}
+	else if (stored_span(rel, &first, &last))
+	{
+		/* the blocks the access method stored them in */
+		ItemPointerData lo;
+		ItemPointerData hi;
+		TableScanDesc scan;
+
+		ItemPointerSet(&lo, first, FirstOffsetNumber);
+		ItemPointerSet(&hi, last, MaxOffsetNumber);
+		scan = table_beginscan_tidrange(rel, SnapshotSelf, &lo, &hi);
+		while (table_scan_getnextslot_tidrange(scan, ForwardScanDirection, slot))
+		{
+			CHECK_FOR_INTERRUPTS();
+			note_own_row(slot, w, ap, ao, rows, n, cap);
+		}
+		table_endscan(scan);
 	}
 	else
 	{
@@ -732,6 +830,7 @@ update_offsets(Oid table, OwnRow *rows, int64 n)
 		new->tts_isnull[att - 1] = false;
 		ExecStoreVirtualTuple(new);
 		simple_table_tuple_update(rel, tid, new, GetLatestSnapshot(), &update_indexes);
+		sw_commit_order_stored(rel, &new->tts_tid);
 		/* (not as an update: its hint to the index reads the range table) */
 		if (update_indexes && rri->ri_NumIndices > 0)
 			list_free(ExecInsertIndexTuples(rri, new, estate, false, false, NULL, NIL));
@@ -1435,6 +1534,8 @@ commit_order_xact_callback(XactEvent event, void *arg)
 			writers = NULL;
 			nwriters = capwriters = 0;
 			last_writer = -1;
+			spans = NULL;
+			nspans = capspans = 0;
 			ordering = false;
 			preparing = false;
 			on_citus_node = false;

@@ -36,6 +36,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "commit_order.h"
 #include "ingest.h"
 
 PG_FUNCTION_INFO_V1(streamwm_stream_am_handler);
@@ -53,8 +54,11 @@ static void
 stream_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 					int options, BulkInsertState bistate)
 {
-	(void) sw_ingest_fill_slot(rel, slot, NULL);
+	bool		filled = sw_ingest_fill_slot(rel, slot, NULL);
+
 	GetHeapamTableAmRoutine()->tuple_insert(rel, slot, cid, options, bistate);
+	if (filled)
+		sw_commit_order_stored(rel, &slot->tts_tid);
 }
 
 /*
@@ -111,6 +115,8 @@ stream_tuple_insert_speculative(Relation rel, TupleTableSlot *slot, CommandId ci
 	*entry = this;
 	GetHeapamTableAmRoutine()->tuple_insert_speculative(rel, slot, cid, options,
 														bistate, specToken);
+	if (this.was_filled)
+		sw_commit_order_stored(rel, &slot->tts_tid);
 }
 
 static void
@@ -172,6 +178,7 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 	ErrorContextCallback *saved = error_context_stack;
 	ErrorContextCallback errcb;
 	CopyRowContext cx;
+	bool		filled = false;
 
 	while (copy != NULL && copy->callback != CopyFromErrorCallback)
 		copy = copy->previous;
@@ -179,7 +186,7 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 	{
 		/* not COPY's: each row names itself, if anything does */
 		for (int i = 0; i < nslots; i++)
-			(void) sw_ingest_fill_slot(rel, slots[i], NULL);
+			filled |= sw_ingest_fill_slot(rel, slots[i], NULL);
 	}
 	else
 	{
@@ -201,12 +208,16 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 		for (int i = 0; i < nslots; i++)
 		{
 			cx.row = copy_rows.rows + i + 1;
-			(void) sw_ingest_fill_slot(rel, slots[i], NULL);
+			filled |= sw_ingest_fill_slot(rel, slots[i], NULL);
 		}
 		error_context_stack = saved;
 		copy_rows.rows += nslots;
 	}
 	GetHeapamTableAmRoutine()->multi_insert(rel, slots, nslots, cid, options, bistate);
+	/* where they are, for renumbering at commit (commit_order.c) */
+	if (filled)
+		for (int i = 0; i < nslots; i++)
+			sw_commit_order_stored(rel, &slots[i]->tts_tid);
 }
 
 /*
