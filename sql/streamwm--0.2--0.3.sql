@@ -59,3 +59,233 @@ BEGIN
     END IF;
     RETURN start_at;
 END $$;
+
+-- A local stream has no key btree (sw_partition, sw_offset) any more: one
+-- BRIN index on (sw_offset, sw_event_time) serves steps' reads by offset
+-- and windows' by event time, and a COPY no longer spends half its time
+-- entering every row into a btree (DESIGN.md, "The stream table's indexes
+-- and access paths").  create_stream makes them so (CREATE OR REPLACE
+-- keeps the function's OID, owner, privileges and comment), and each local
+-- stream gets that index (one pass over the table) in place of its BRIN
+-- index on sw_event_time, and loses its key, unless a foreign key of the
+-- user's references it: then it keeps it, and its inserts keep paying for
+-- it (the engine reads streams with or without one).
+DO $$
+DECLARE
+    s record;
+    key record;
+BEGIN
+    FOR s IN SELECT d.stream::pg_catalog.regclass AS rel FROM streamwm.stream_def d
+              WHERE d.rows_table IS NULL ORDER BY d.stream LOOP
+        EXECUTE pg_catalog.format('CREATE INDEX ON %s USING brin (sw_offset, sw_event_time) '
+                                  'WITH (pages_per_range = 32, autosummarize = off)', s.rel);
+        FOR key IN SELECT ic.oid::pg_catalog.regclass AS idx FROM pg_catalog.pg_index i
+                     JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid
+                     JOIN pg_catalog.pg_am a ON a.oid OPERATOR(pg_catalog.=) ic.relam
+                     JOIN pg_catalog.pg_attribute t ON t.attrelid OPERATOR(pg_catalog.=) i.indrelid
+                                                   AND t.attnum OPERATOR(pg_catalog.=) i.indkey[0]
+                    WHERE i.indrelid OPERATOR(pg_catalog.=) s.rel AND a.amname OPERATOR(pg_catalog.=) 'brin'
+                      AND i.indnatts OPERATOR(pg_catalog.=) 1 AND t.attname OPERATOR(pg_catalog.=) 'sw_event_time' LOOP
+            EXECUTE pg_catalog.format('DROP INDEX %s', key.idx);
+        END LOOP;
+        FOR key IN SELECT c.conname FROM pg_catalog.pg_constraint c
+                    WHERE c.conrelid OPERATOR(pg_catalog.=) s.rel AND c.contype OPERATOR(pg_catalog.=) 'u'
+                      AND c.conkey OPERATOR(pg_catalog.=) ARRAY[
+                          (SELECT attnum FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) s.rel AND attname OPERATOR(pg_catalog.=) 'sw_partition'),
+                          (SELECT attnum FROM pg_catalog.pg_attribute WHERE attrelid OPERATOR(pg_catalog.=) s.rel AND attname OPERATOR(pg_catalog.=) 'sw_offset')]::pg_catalog.int2[]
+                      AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint f
+                                       WHERE f.contype OPERATOR(pg_catalog.=) 'f'
+                                         AND f.conindid OPERATOR(pg_catalog.=) c.conindid) LOOP
+            EXECUTE pg_catalog.format('ALTER TABLE %s DROP CONSTRAINT %I', s.rel, key.conname);
+        END LOOP;
+    END LOOP;
+END $$;
+
+CREATE OR REPLACE FUNCTION streamwm_internal._create_stream(
+    name                  text,
+    columns               text,
+    partitions            int,
+    watermark_delay       interval,
+    event_time            text,
+    partition_key         text,
+    watermark_granularity interval,
+    idle_timeout          interval,
+    retention             interval,
+    max_future_skew       interval,
+    user_path             text,
+    distributed           boolean)
+RETURNS regclass
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    qname   text;
+    seqname text;
+    when_clause text;
+    rel     regclass;
+    col     record;
+    i       int;
+    ddl     text;
+    log_name  text;
+    rows_name text;
+BEGIN
+    -- A distributed stream (DESIGN.md, "Citus"): Citus must be there, and
+    -- this must be its coordinator.
+    IF distributed THEN
+        PERFORM streamwm_internal._check_distributed(partition_key);
+    END IF;
+    IF name IS NULL OR columns IS NULL THEN
+        RAISE EXCEPTION 'stream name and columns must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF partitions IS NULL OR partitions < 1 OR partitions > 4096 THEN
+        RAISE EXCEPTION 'partitions must be between 1 and 4096, not %', partitions
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    watermark_delay := streamwm_internal._check_interval('watermark_delay', watermark_delay, true);
+    watermark_granularity := streamwm_internal._check_interval('watermark_granularity', watermark_granularity, false);
+    idle_timeout := streamwm_internal._check_interval('idle_timeout', idle_timeout, false);
+    retention := streamwm_internal._check_interval('retention', retention, false);
+    IF max_future_skew IS NOT NULL THEN
+        max_future_skew := streamwm_internal._check_interval('max_future_skew', max_future_skew, true);
+    END IF;
+
+    qname := streamwm_internal._qualified_name(name, user_path);
+    IF to_regclass(qname) IS NOT NULL THEN
+        RAISE EXCEPTION 'relation % already exists', qname
+            USING ERRCODE = 'duplicate_table';
+    END IF;
+
+    -- The column list is the caller's: one list of column definitions,
+    -- whose types resolve under the caller's search_path.
+    -- A local stream's rows get their system columns from its table access
+    -- method (src/stream_am.c), after the executor checked NOT NULL: the
+    -- columns are nullable there, and the method never stores a NULL.  A
+    -- distributed stream's get them from its insert trigger on the shards.
+    ddl := format('CREATE TABLE %s (%s, '
+                   'sw_partition int%3$s, '
+                   'sw_offset bigint%3$s, '
+                   'sw_write_time timestamptz%3$s, '
+                   'sw_event_time timestamptz%3$s)',
+                   qname, columns, CASE WHEN distributed THEN ' NOT NULL' ELSE '' END);
+    PERFORM streamwm_internal._check_create_table(ddl);
+    PERFORM pg_catalog.set_config('search_path', user_path, true);
+    PERFORM pg_catalog.set_config('default_table_access_method',
+                                  CASE WHEN distributed THEN 'heap' ELSE 'streamwm_stream' END, true);
+    EXECUTE ddl;
+    PERFORM pg_catalog.set_config('default_table_access_method', 'heap', true);
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    rel := qname::regclass;
+
+    FOR col IN SELECT attname FROM pg_attribute
+               WHERE attrelid = rel AND attnum > 0 AND NOT attisdropped
+                 AND attname LIKE 'sw\_%'
+                 AND attname NOT IN ('sw_partition', 'sw_offset', 'sw_write_time',
+                                     'sw_event_time')
+    LOOP
+        RAISE EXCEPTION 'column name "%" is reserved', col.attname
+            USING ERRCODE = 'reserved_name',
+                  DETAIL = 'Column names starting with "sw_" belong to streamwm.';
+    END LOOP;
+    -- a stored generated column is computed before the access method fills
+    -- the row (src/stream_am.c): over a system column it would see NULL
+    FOR col IN SELECT g.attname
+                 FROM pg_attrdef ad
+                 JOIN pg_attribute g ON g.attrelid = ad.adrelid AND g.attnum = ad.adnum
+                 JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid
+                                 AND d.refclassid = 'pg_class'::regclass AND d.refobjid = rel
+                 JOIN pg_attribute r ON r.attrelid = rel AND r.attnum = d.refobjsubid
+                WHERE ad.adrelid = rel AND g.attgenerated <> '' AND r.attname LIKE 'sw\_%'
+    LOOP
+        RAISE EXCEPTION 'generated column "%" cannot be computed from a system column', col.attname
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'It is computed before streamwm gives the row its partition, offset and times: it would see them NULL.';
+    END LOOP;
+
+    -- Validated here, bound in the sw_ingest trigger below (src/ingest.c),
+    -- both under the caller's search_path.
+    PERFORM pg_catalog.set_config('search_path', user_path, true);
+    when_clause := streamwm_internal._ingest_when(rel, event_time, partition_key);
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+
+    seqname := streamwm_internal._offset_sequence_name(rel);
+    EXECUTE format('CREATE SEQUENCE %s AS bigint OWNED BY %s.sw_offset', seqname, rel);
+
+    IF distributed THEN
+        EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (sw_partition, sw_offset)', rel);
+        -- the shards' rows are read by the primary key; only the general
+        -- plan's window reads and the views filter by event time
+        EXECUTE format('CREATE INDEX ON %s USING brin (sw_event_time) '
+                       'WITH (pages_per_range = 32, autosummarize = off)', rel);
+    ELSE
+        -- No btree every row must enter (half the time of a COPY): steps
+        -- read a partition's offsets in bounded ranges, and windows by event
+        -- time, both of which follow the order rows are written in, so one
+        -- BRIN index serves both (DESIGN.md, "The stream table's indexes and
+        -- access paths").  Offsets are unique by construction (one sequence,
+        -- a user never gives one).  With no key, the renumbering at commit
+        -- and retention's DELETE need the whole row as replica identity, or
+        -- a publication of the stream's updates and deletes would make them
+        -- fail.
+        EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', rel);
+        EXECUTE format('CREATE INDEX ON %s USING brin (sw_offset, sw_event_time) '
+                       'WITH (pages_per_range = 32, autosummarize = off)', rel);
+    END IF;
+    IF distributed THEN
+        -- its commit log, distributed with it: the shards' commits write it
+        -- where each partition lives (src/commit_order.c)
+        -- (_distribute creates it, owned by streamwm's catalog: commits
+        -- and steps write it with the catalog's rights)
+        log_name := streamwm_internal._sibling_table(rel, '_sw_log');
+        ddl := format(E'CREATE TRIGGER sw_ingest BEFORE INSERT ON %s FOR EACH ROW\nWHEN (\n%s\n)\n'
+                      'EXECUTE FUNCTION streamwm_internal._stream_insert(%L, %L)',
+                      rel, when_clause, partitions, log_name);
+    ELSE
+        -- bound here, evaluated by the access method (src/ingest.c): an
+        -- UPDATE trigger, so that COPY keeps its multi-row inserts
+        ddl := format(E'CREATE TRIGGER sw_ingest BEFORE UPDATE ON %s FOR EACH ROW\nWHEN (\n%s\n)\n'
+                      'EXECUTE FUNCTION streamwm_internal._stream_insert(%L)',
+                      rel, when_clause, partitions);
+    END IF;
+    PERFORM pg_catalog.set_config('search_path', user_path, true);
+    EXECUTE ddl;
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+    EXECUTE format('CREATE TRIGGER sw_no_update BEFORE UPDATE ON %s FOR EACH STATEMENT '
+                   'EXECUTE FUNCTION streamwm_internal._stream_no_update()', rel);
+    IF NOT distributed THEN
+        EXECUTE format('CREATE TRIGGER sw_access_method BEFORE INSERT ON %s FOR EACH STATEMENT '
+                       'EXECUTE FUNCTION streamwm_internal._stream_check_method()', rel);
+    END IF;
+    IF distributed THEN
+        -- The coordinator's copy of the rows steps read (src/citus.c): the
+        -- window statements read it as they read a local stream.
+        -- routed by partition, chosen on the coordinator before routing; the
+        -- default names the stream by text: Citus creates the table on the
+        -- other nodes with it, before the name means anything there
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN sw_partition SET DEFAULT '
+                       'streamwm_internal._pick_partition(%L::pg_catalog.text)', rel, rel::text);
+        rows_name := streamwm_internal._sibling_table(rel, '_sw_rows');
+        EXECUTE format('CREATE TABLE %s (LIKE %s)', rows_name, rel);
+        EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (sw_partition, sw_offset)', rows_name);
+        EXECUTE format('CREATE INDEX ON %s USING brin (sw_event_time) '
+                       'WITH (pages_per_range = 32, autosummarize = off)', rows_name);
+        PERFORM streamwm_internal._register_stream(rel, partitions, watermark_delay,
+                                          nullif(event_time, ''), nullif(partition_key, ''),
+                                          watermark_granularity, idle_timeout, retention,
+                                          max_future_skew);
+        PERFORM streamwm_internal._distribute(rel, rows_name::pg_catalog.regclass);
+        RETURN rel;
+    END IF;
+    EXECUTE format('CREATE TRIGGER sw_truncate_start BEFORE TRUNCATE ON %s FOR EACH STATEMENT '
+                   'EXECUTE FUNCTION streamwm_internal._stream_truncate()', rel);
+    EXECUTE format('CREATE TRIGGER sw_truncate_check AFTER TRUNCATE ON %s FOR EACH STATEMENT '
+                   'EXECUTE FUNCTION streamwm_internal._stream_truncate()', rel);
+    EXECUTE format('CREATE TRIGGER sw_purge_start BEFORE DELETE ON %s FOR EACH STATEMENT '
+                   'EXECUTE FUNCTION streamwm_internal._stream_purge()', rel);
+    EXECUTE format('CREATE TRIGGER sw_purge AFTER DELETE ON %s REFERENCING OLD TABLE AS sw_purged '
+                   'FOR EACH STATEMENT EXECUTE FUNCTION streamwm_internal._stream_purge()', rel);
+
+    PERFORM streamwm_internal._register_stream(rel, partitions, watermark_delay,
+                                      nullif(event_time, ''), nullif(partition_key, ''),
+                                      watermark_granularity, idle_timeout, retention,
+                                      max_future_skew);
+    RETURN rel;
+END $$;

@@ -613,21 +613,24 @@ BEGIN
 
     IF distributed THEN
         EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (sw_partition, sw_offset)', rel);
+        -- the shards' rows are read by the primary key; only the general
+        -- plan's window reads and the views filter by event time
+        EXECUTE format('CREATE INDEX ON %s USING brin (sw_event_time) '
+                       'WITH (pages_per_range = 32, autosummarize = off)', rel);
     ELSE
-        -- The access method fills the system columns after the executor
-        -- checked NOT NULL (src/stream_am.c): they are nullable, the key is
-        -- a unique constraint, which cannot identify rows to logical
-        -- replication; the renumbering UPDATE at commit and retention's
-        -- DELETE then need the whole row as identity, or a publication of
-        -- the stream's updates and deletes would make them fail.
-        EXECUTE format('ALTER TABLE %s ADD UNIQUE (sw_partition, sw_offset), '
-                       'REPLICA IDENTITY FULL', rel);
+        -- No btree every row must enter (half the time of a COPY): steps
+        -- read a partition's offsets in bounded ranges, and windows by event
+        -- time, both of which follow the order rows are written in, so one
+        -- BRIN index serves both (DESIGN.md, "The stream table's indexes and
+        -- access paths").  Offsets are unique by construction (one sequence,
+        -- a user never gives one).  With no key, the renumbering at commit
+        -- and retention's DELETE need the whole row as replica identity, or
+        -- a publication of the stream's updates and deletes would make them
+        -- fail.
+        EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', rel);
+        EXECUTE format('CREATE INDEX ON %s USING brin (sw_offset, sw_event_time) '
+                       'WITH (pages_per_range = 32, autosummarize = off)', rel);
     END IF;
-    -- Steps read by offset on the primary key; only the general plan's window
-    -- reads and the views filter by event time, which follows offsets when
-    -- disorder is bounded: a BRIN index, not a btree every row must enter.
-    EXECUTE format('CREATE INDEX ON %s USING brin (sw_event_time) '
-                   'WITH (pages_per_range = 32, autosummarize = off)', rel);
     IF distributed THEN
         -- its commit log, distributed with it: the shards' commits write it
         -- where each partition lives (src/commit_order.c)

@@ -1862,23 +1862,6 @@ sw_catalog_stream_queries(Oid relid)
 	return names;
 }
 
-/* Does a query of the general plan (or a session query) read the stream by event time? */
-bool
-sw_catalog_stream_has_general_query(Oid relid)
-{
-	Oid			types[1] = {OIDOID};
-	Datum		values[1] = {ObjectIdGetDatum(relid)};
-	bool		general;
-
-	sw_spi_exec("SELECT 1 FROM streamwm.query_def"
-				" WHERE stream OPERATOR(pg_catalog.=) $1"
-				" AND plan OPERATOR(pg_catalog.<>) 'pane' LIMIT 1",
-				1, types, values, NULL, SPI_OK_SELECT);
-	general = SPI_processed > 0;
-	SPI_freetuptable(SPI_tuptable);
-	return general;
-}
-
 /*
  * A query's step succeeded: its windows closed up to closed_until, its
  * counters, the result table it wrote; its error is cleared.

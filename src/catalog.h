@@ -128,7 +128,6 @@ extern int	sw_catalog_stream_holder_pid(Oid relid);
 
 /* queries */
 extern List *sw_catalog_stream_queries(Oid relid);
-extern bool sw_catalog_stream_has_general_query(Oid relid);
 extern struct SwQueryDef *sw_catalog_load_query(const char *name);
 extern void sw_catalog_query_succeeded(const char *name, TimestampTz closed_until,
 									   int64 windows, int64 rows, Oid result_table,

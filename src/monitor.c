@@ -74,8 +74,7 @@ check_result_type(int col, Oid type)
 /*
  * streamwm_internal._partition_stats(stream regclass) RETURNS SETOF (partition,
  * last_offset, last_arrival, backlog, oldest_arrival, held_by, held_since):
- * per partition, the newest row's offset (a backward scan of the primary
- * key), when the newest transaction that wrote into it committed, the rows
+ * per partition, the newest row's offset, when the newest transaction that wrote into it committed, the rows
  * after the processed offset and when the oldest of them arrived (the
  * commit log), and the open writing transaction holding it, if any: its
  * backend and when it began (commit_order.c).
@@ -88,6 +87,7 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 	Oid			owner;
 	int			np;
 	int64	   *processed;
+	int64	   *head_floor;
 	char	   *relname;
 	char	   *head_sql;
 	char	   *backlog_sql;
@@ -109,6 +109,7 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 
 	processed = palloc0(np * sizeof(int64));
 	sw_catalog_processed_offsets(relid, np, processed);
+	head_floor = palloc(np * sizeof(int64));
 	holds = palloc(np * sizeof(SwPartitionHold));
 	sw_partition_holders(relid, np, holds);
 	values = palloc(np * 7 * sizeof(Datum));
@@ -123,14 +124,23 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 		Int64GetDatum(processed[p])};
 		Datum	   *v = &values[p * 7];
 		bool	   *n = &nulls[p * 7];
+		Datum		newest_lo;
+		bool		isnull;
 
-		sw_spi_exec("SELECT (SELECT arrival FROM streamwm.commit_log"
-					"         WHERE stream = $1 AND partition = $2 ORDER BY hi DESC LIMIT 1),"
+		head_floor[p] = processed[p];
+		sw_spi_exec("SELECT n.arrival, n.lo,"
 					"       (SELECT arrival FROM streamwm.commit_log"
-					"         WHERE stream = $1 AND partition = $2 AND hi > $3 ORDER BY hi LIMIT 1)",
+					"         WHERE stream = $1 AND partition = $2 AND hi > $3 ORDER BY hi LIMIT 1)"
+					"  FROM (SELECT 1) o LEFT JOIN LATERAL"
+					"       (SELECT arrival, lo FROM streamwm.commit_log"
+					"         WHERE stream = $1 AND partition = $2 ORDER BY hi DESC LIMIT 1) n ON true",
 					3, types, args, NULL, SPI_OK_SELECT);
 		v[2] = sw_spi_getdatum(0, 1, &n[2]);
-		v[4] = sw_spi_getdatum(0, 2, &n[4]);
+		newest_lo = sw_spi_getdatum(0, 2, &isnull);
+		/* the newest row is above the newest commit's lo, unless it is gone */
+		if (!isnull && DatumGetInt64(newest_lo) < head_floor[p])
+			head_floor[p] = DatumGetInt64(newest_lo);
+		v[4] = sw_spi_getdatum(0, 3, &n[4]);
 		v[5] = Int32GetDatum(holds[p].pid);
 		n[5] = holds[p].pid == 0;
 		v[6] = TimestampTzGetDatum(holds[p].since);
@@ -152,30 +162,33 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	}
 	relname = sw_stream_rows_name(relid);
-	head_sql = psprintf("SELECT t.sw_offset FROM ONLY %s t"
-						" WHERE t.sw_partition = $1 ORDER BY t.sw_offset DESC LIMIT 1",
-						relname);
+	/*
+	 * The newest row: above the floor (what the stream's BRIN index finds
+	 * at once), or, when nothing is left there (retention, a purge), the
+	 * greatest offset of them all (a read of the whole partition).
+	 */
+	head_sql = psprintf("SELECT coalesce((SELECT pg_catalog.max(t.sw_offset) FROM ONLY %s t"
+						"                  WHERE t.sw_partition = $1 AND t.sw_offset > $3),"
+						"                 (SELECT pg_catalog.max(t.sw_offset) FROM ONLY %s t"
+						"                  WHERE t.sw_partition = $1))",
+						relname, relname);
 	backlog_sql = psprintf("SELECT pg_catalog.count(*)"
 						   " FROM ONLY %s t WHERE t.sw_partition = $1 AND t.sw_offset > $2",
 						   relname);
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &cx);
 	for (int p = 0; p < np; p++)
 	{
-		Oid			types[2] = {INT4OID, INT8OID};
-		Datum		args[2] = {Int32GetDatum(p), Int64GetDatum(processed[p])};
+		Oid			types[3] = {INT4OID, INT8OID, INT8OID};
+		Datum		args[3] = {Int32GetDatum(p), Int64GetDatum(processed[p]),
+		Int64GetDatum(head_floor[p])};
 		Datum	   *v = &values[p * 7];
 		bool	   *n = &nulls[p * 7];
 		bool		isnull;
 
 		v[0] = Int32GetDatum(p);
-		sw_spi_exec(head_sql, 1, types, args, NULL, SPI_OK_SELECT);
-		if (SPI_processed == 1)
-		{
-			check_result_type(1, INT8OID);
-			v[1] = sw_spi_getdatum(0, 1, &n[1]);
-		}
-		else
-			n[1] = true;
+		sw_spi_exec(head_sql, 3, types, args, NULL, SPI_OK_SELECT);
+		check_result_type(1, INT8OID);
+		v[1] = sw_spi_getdatum(0, 1, &n[1]);
 		sw_spi_exec(backlog_sql, 2, types, args, NULL, SPI_OK_SELECT);
 		v[3] = sw_spi_getdatum(0, 1, &isnull);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);

@@ -10,8 +10,9 @@
  *		one stream are serialised, and drop_stream/drop_query take the same
  *		lock first, so they cannot deadlock with a step;
  *	 2. through the commit fence (commit_order.c: snapshot, clock and the
- *		open writers holding partitions, read together), read the commit
- *		log's unread entries and their rows after each partition's
+ *		open writers holding partitions, read together), summarise the
+ *		BRIN ranges written since the last step (summarize_new_ranges),
+ *		read the commit log's unread entries and their rows after each partition's
  *		processed offset, in arrival order (within one moment of arrival in
  *		offset order), in batches of streamwm.batch_size;
  *	 3. feed each moment of arrival and each row to the watermark rule
@@ -22,9 +23,7 @@
  *		partitions);
  *	 5. store the offsets, partition maxima, W and counters, and forget the
  *		commit log entries read (all but each partition's newest);
- *	 6. (a stream with a general-plan query: summarise the BRIN ranges
- *		written since the last step, see summarize_new_ranges)
- *		for each query of the stream, in a subtransaction and as the query's
+ *	 6. for each query of the stream, in a subtransaction and as the query's
  *		owner, upsert every window that W has closed since the query's
  *		closed_until, and move closed_until to W (query.c builds the
  *		statement); with allowed_lateness, also re-fire the closed windows
@@ -419,8 +418,14 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	SwRoleContext rcx;
 	Oid			etypes[3] = {INT8ARRAYOID, INT8OID, OIDOID};
 	Datum		evalues[3];
-	Oid			rtypes[2] = {INT8ARRAYOID, INT8OID};
-	Datum		rvalues[2];
+	Oid			rtypes[3] = {INT4ARRAYOID, INT8ARRAYOID, INT8ARRAYOID};
+	Datum		rvalues[3];
+	int64	   *upto = palloc(np * sizeof(int64));
+	int64	   *cut = palloc(np * sizeof(int64));
+	Datum	   *fparts = palloc(np * sizeof(Datum));
+	Datum	   *fdone = palloc(np * sizeof(Datum));
+	Datum	   *fcut = palloc(np * sizeof(Datum));
+	int			nfparts = 0;
 	static const Oid entry_types[5] = {INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID,
 	TIMESTAMPTZOID};
 	LogEntry   *entries;
@@ -512,30 +517,53 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 		return 0;
 
 	/*
-	 * Their rows, as the stream's owner: per partition, in offset order
-	 * after the processed offset, up to 'limit'.  No upper bound in SQL: an
-	 * ordered index scan that stops at the limit is what we want, and with a
-	 * bound the planner may read the whole range into a bitmap and sort it
-	 * (a stream never analysed looks small); rows past the entries taken are
-	 * left for the next batch by the merge.
+	 * Their rows, as the stream's owner: per partition, the offsets after
+	 * the processed one up to the highest its entries taken reach, and at
+	 * most 'limit' of them (offsets are unique: the range is cut at
+	 * processed + limit).  A bounded range and no ORDER BY ... LIMIT, so
+	 * that the read is as cheap on the stream's BRIN index (a bitmap of the
+	 * block ranges that hold those offsets, then a sort here) as on a key
+	 * btree (a stream made before 0.3 has one): with the limit in SQL and
+	 * the range open, a bitmap read and sort of the whole backlog at every
+	 * batch took a worker catching up on a 2,000,000-row COPY 0.3 - 1.4 s a
+	 * batch of 100,000.  Rows past the entries taken are left for the next
+	 * batch by the merge, and so are those past a partition's cut.
 	 */
-	rvalues[0] = done;
-	rvalues[1] = Int64GetDatum(limit);
+	for (int p = 0; p < np; p++)
+		upto[p] = PG_INT64_MIN;
+	for (int e = 0; e < ntaken; e++)
+	{
+		int32		p = entries[e].partition;
+
+		if (upto[p] < entries[e].hi)
+			upto[p] = entries[e].hi;
+	}
+	for (int p = 0; p < np; p++)
+	{
+		int64		from = clock->parts[p].processed_offset;
+
+		cut[p] = upto[p];
+		if (upto[p] <= from)
+			continue;
+		if (upto[p] - from > limit)
+			cut[p] = from + limit;
+		truncated[p] = cut[p] < upto[p];
+		fparts[nfparts] = Int32GetDatum(p);
+		fdone[nfparts] = Int64GetDatum(from);
+		fcut[nfparts] = Int64GetDatum(cut[p]);
+		nfparts++;
+	}
+	rvalues[0] = PointerGetDatum(construct_array(fparts, nfparts, INT4OID, 4, true, TYPALIGN_INT));
+	rvalues[1] = PointerGetDatum(construct_array(fdone, nfparts, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	rvalues[2] = PointerGetDatum(construct_array(fcut, nfparts, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
 
 	/*
-	 * Even so, a stream never analysed looks small (3,505 rows estimated for
-	 * a backlog of 2,000,000 just loaded), a LIMIT above that estimate looks
-	 * free, and the planner chose a bitmap read and a sort of the whole
-	 * backlog, at every batch: a worker catching up on a 2,000,000-row
-	 * COPY spent 0.3 - 1.4 s a batch of 100,000 (an ordered index scan: 60
-	 * ms).  Only the ordered scan is allowed.
+	 * A stream never analysed looks small (3,505 rows estimated for a
+	 * backlog of 2,000,000 just loaded), and the planner would read the
+	 * whole stream for each partition: only its indexes may be used.
 	 */
-	(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
 	(void) set_config_option("enable_seqscan", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	/* the owner's policies run in it: bounded like a query (limit.c) */
 	memset(&recv, 0, sizeof(recv));
@@ -551,13 +579,14 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	recv.sorted = true;
 	sw_spi_exec_bounded_to(psprintf("reading stream %s", relname),
 						   psprintf("SELECT s.sw_partition, s.sw_offset, s.sw_event_time"
-									" FROM pg_catalog.unnest($1) WITH ORDINALITY AS p(done, n)"
+									" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
+									" pg_catalog.unnest($3)) AS p(part, done, cut)"
 									" CROSS JOIN LATERAL (SELECT t.sw_partition, t.sw_offset,"
 									" t.sw_event_time FROM ONLY %s t"
-									" WHERE t.sw_partition = (p.n - 1)::pg_catalog.int4"
-									" AND t.sw_offset > p.done"
-									" ORDER BY t.sw_offset LIMIT $2) s", relname),
-						   2, rtypes, rvalues, NULL, r->snapshot, (DestReceiver *) &recv);
+									" WHERE t.sw_partition = p.part"
+									" AND t.sw_offset > p.done AND t.sw_offset <= p.cut) s",
+									relname),
+						   3, rtypes, rvalues, NULL, r->snapshot, (DestReceiver *) &recv);
 	sw_leave_role(&rcx);
 	nfetched = recv.n;
 	fetched = recv.rows;
@@ -581,10 +610,7 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 		nrows[p]++;
 	}
 	for (int p = 0; p < np; p++)
-	{
-		truncated[p] = nrows[p] == limit;
 		bound[p] = -1;
-	}
 
 	/*
 	 * Merge: moment by moment of arrival, the rows that arrived then in
@@ -626,9 +652,19 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 
 				if (nrows[q] == 0)
 				{
-					/* q's fetched rows are all read; if the fetch was cut, stop */
-					if (truncated[q] && clock->parts[q].processed_offset < bound[q])
+					/*
+					 * q's fetched rows are all read.  If its fetch was cut
+					 * below the moment's end, its rows past the cut are for
+					 * the next batch, and so is everything after them: every
+					 * row of q up to the cut is read (a range of offsets
+					 * other partitions took moves it on all the same).
+					 */
+					if (truncated[q] && cut[q] < bound[q])
+					{
+						if (clock->parts[q].processed_offset < cut[q])
+							clock->parts[q].processed_offset = cut[q];
 						stopped = true;
+					}
 					continue;
 				}
 				if (fetched[first[q]].offset > bound[q])
@@ -682,6 +718,11 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	pfree(bound);
 	pfree(groupparts);
 	pfree(moment_held);
+	pfree(upto);
+	pfree(cut);
+	pfree(fparts);
+	pfree(fdone);
+	pfree(fcut);
 	return n;
 }
 
@@ -1059,28 +1100,29 @@ close_all_windows(Oid relid, const SwStreamClock *clock, TimestampTz now,
 }
 
 /*
- * The general plan, count and session queries and ordered output read
- * rows through the stream's BRIN index on sw_event_time (query.c, count.c,
- * session.c), if the planner has the statistics to see that it pays
- * (below).  A block range nobody summarised yet matches every scan, and
- * only VACUUM summarises new ranges (autosummarize is off: its requests
- * overflowed autovacuum's queue and logged a line per 32 pages of a bulk
- * load), so a stream with such a query (any plan but the pane plan) has
- * the ranges written since the last step summarised before its windows
- * are read: it reads only those new pages.  brin_summarize_new_values() takes SHARE
- * UPDATE EXCLUSIVE on the stream; when someone holds it (VACUUM, ANALYZE,
- * CREATE INDEX CONCURRENTLY) the step does not wait: the ranges stay
- * unsummarised (read, not skipped) until a later step or autovacuum.  The
- * lock is then held to the end of the step, which autovacuum skips.
+ * A step reads the stream through its BRIN index: the rows of a batch by
+ * offset (read_batch), windows by event time (the general plan, count and
+ * session queries, ordered output: query.c, count.c, session.c), if the
+ * planner has the statistics to see that it pays (below).  A block range
+ * nobody summarised yet matches every scan, and only VACUUM summarises new
+ * ranges (autosummarize is off: its requests overflowed autovacuum's queue
+ * and logged a line per 32 pages of a bulk load), so before it reads, a
+ * step has the ranges written since the last one summarised: then each
+ * batch of a long catch-up reads only its own pages, not the whole backlog
+ * again.  brin_summarize_new_values() takes SHARE UPDATE EXCLUSIVE on the
+ * stream; when someone holds it (VACUUM, ANALYZE, CREATE INDEX
+ * CONCURRENTLY) the step does not wait: the ranges stay unsummarised
+ * (read, not skipped) until a later step or autovacuum.  The lock is then
+ * held to the end of the step, which autovacuum skips.
  */
 static void
-summarize_new_ranges(Oid stream, Oid relid, Oid owner, const char *relname)
+summarize_new_ranges(Oid relid, Oid owner, const char *relname)
 {
 	SwRoleContext rcx;
 	Oid			types[1] = {OIDOID};
 	Datum		values[1] = {ObjectIdGetDatum(relid)};
 
-	if (!sw_catalog_stream_has_general_query(stream) || !ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
+	if (!ConditionalLockRelationOid(relid, ShareUpdateExclusiveLock))
 		return;
 	/* as the stream's owner: the function requires it */
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
@@ -1460,6 +1502,7 @@ process_stream_once(Oid relid, TimestampTz now, bool from_worker, int64 max_rows
 	clock.held_arg = &reader;
 	if (TIMESTAMP_IS_NOBEGIN(now))
 		now = fence_clock;
+	summarize_new_ranges(rowsrel, owner, rowsname);
 
 	for (;;)
 	{
@@ -1498,7 +1541,6 @@ process_stream_once(Oid relid, TimestampTz now, bool from_worker, int64 max_rows
 	sw_catalog_prune_commit_log(relid, processed_offsets(&clock));
 	if (distributed)
 		sw_citus_prune_log(logrel, &clock, before);
-	summarize_new_ranges(relid, rowsrel, owner, rowsname);
 	needed = close_all_windows(relid, &clock, now, from_worker);
 	apply_retention(relid, owner, rowsname, &clock, retention_us, needed, now);
 	sw_leave_role(&ccx);

@@ -311,9 +311,13 @@ is($node->safe_psql('app', q{
 is($node->safe_psql('app', q{
 	SELECT string_agg(pg_get_indexdef(indexrelid), '; ' ORDER BY indexrelid) FROM pg_index
 	 WHERE indrelid = 'clicks'::regclass AND NOT indisunique}),
-	'CREATE INDEX clicks_sw_event_time_idx ON public.clicks USING brin (sw_event_time) '
+	'CREATE INDEX clicks_sw_offset_sw_event_time_idx ON public.clicks USING brin (sw_offset, sw_event_time) '
 	  . 'WITH (pages_per_range=\'32\', autosummarize=off)',
-	'the btree on event time became the BRIN index');
+	'the btree on event time became a BRIN index, on offset and event time since 0.3');
+is($node->safe_psql('app', q{
+	SELECT string_agg(indrelid::regclass::text, ' ' ORDER BY indrelid::regclass::text) FROM pg_index
+	 WHERE indrelid IN ('clicks'::regclass, 'wt'::regclass) AND indisunique}),
+	'wt', "a stream's key is gone, but where a user's foreign key references it");
 
 # the worker goes on by itself: its first steps read the rows 0.1 left
 ok($node->poll_query_until('app', q{
@@ -530,6 +534,8 @@ $node->safe_psql('fresh', q{
 	    partitions => 3, watermark_delay => '2 seconds', event_time => 'ts',
 	    partition_key => 'uid', retention => '36500 days');
 	SELECT streamwm.create_stream('wt', 'k int, v int', partitions => 2, retention => '36500 days');
+	-- the updated wt keeps its key: the user's foreign keys reference it
+	ALTER TABLE wt ADD CONSTRAINT wt_sw_partition_sw_offset_key UNIQUE (sw_partition, sw_offset);
 });
 my $shape = q{
 	SELECT string_agg(x, E'\n' ORDER BY x) FROM (
