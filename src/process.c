@@ -613,6 +613,45 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 		bound[p] = -1;
 
 	/*
+	 * A partition cut with nothing up to its cut: its next row may be far
+	 * off (other partitions' rows took the offsets between; on Citus each
+	 * node gives offsets from a range of its own, 2^48 apart).  Moving on
+	 * by 'limit' offsets a batch would never get there: the batch moves it
+	 * to just before its next row instead (none: past the entries taken).
+	 */
+	for (int p = 0; p < np; p++)
+	{
+		Oid			ntypes[3] = {INT4OID, INT8OID, INT8OID};
+		Datum		nvalues[3];
+		bool		isnull;
+		Datum		next;
+
+		if (!truncated[p] || nrows[p] > 0)
+			continue;
+		nvalues[0] = Int32GetDatum(p);
+		nvalues[1] = Int64GetDatum(cut[p]);
+		nvalues[2] = Int64GetDatum(upto[p]);
+		sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
+		sw_spi_exec_bounded(psprintf("reading stream %s", relname),
+							psprintf("SELECT pg_catalog.min(t.sw_offset) FROM ONLY %s t"
+									 " WHERE t.sw_partition = $1 AND t.sw_offset > $2"
+									 " AND t.sw_offset <= $3", relname),
+							3, ntypes, nvalues, NULL, SPI_OK_SELECT, r->snapshot);
+		sw_leave_role(&rcx);
+		if (SPI_gettypeid(SPI_tuptable->tupdesc, 1) != INT8OID)
+			elog(ERROR, "streamwm: sw_offset of stream %s is not bigint", relname);
+		next = sw_spi_getdatum(0, 1, &isnull);
+		if (isnull)
+		{
+			cut[p] = upto[p];
+			truncated[p] = false;
+		}
+		else
+			cut[p] = DatumGetInt64(next) - 1;
+		SPI_freetuptable(SPI_tuptable);
+	}
+
+	/*
 	 * Merge: moment by moment of arrival, the rows that arrived then in
 	 * offset order, across partitions too (a transaction's rows in the order
 	 * it wrote them).
