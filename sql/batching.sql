@@ -115,7 +115,9 @@ SELECT streamwm.create_stream('bt_gap', 'v int', partitions => 2, idle_timeout =
 BEGIN;
 INSERT INTO bt_gap (sw_partition, sw_write_time, v) VALUES (0, to_timestamp(10), 1);
 SELECT setval(pg_get_serial_sequence('bt_gap', 'sw_offset'), 1000000000000) > 0 AS jumped;
-INSERT INTO bt_gap (sw_partition, sw_write_time, v) VALUES (0, to_timestamp(11), 2), (1, to_timestamp(11), 3);
+-- (the session hands out what is left of its chunk of 64 offsets first)
+INSERT INTO bt_gap (sw_partition, sw_write_time, v)
+  SELECT g % 2, to_timestamp(11), g FROM generate_series(2, 101) g;
 COMMIT;
 SET statement_timeout = '60s';
 SET streamwm.batch_size = 2;

@@ -64,12 +64,15 @@ END $$;
 -- BRIN index on (sw_offset, sw_event_time) serves steps' reads by offset
 -- and windows' by event time, and a COPY no longer spends half its time
 -- entering every row into a btree (DESIGN.md, "The stream table's indexes
--- and access paths").  create_stream makes them so (CREATE OR REPLACE
+-- and access paths"), and its offsets are handed out 64 to a nextval
+-- (src/commit_order.c).  create_stream makes them so (CREATE OR REPLACE
 -- keeps the function's OID, owner, privileges and comment), and each local
 -- stream gets that index (one pass over the table) in place of its BRIN
 -- index on sw_event_time, and loses its key, unless a foreign key of the
 -- user's references it: then it keeps it, and its inserts keep paying for
--- it (the engine reads streams with or without one).
+-- it (the engine reads streams with or without one).  A stream's sequence
+-- keeps stepping by 1 (one nextval a row, as before: the offsets code
+-- takes any step).
 DO $$
 DECLARE
     s record;
@@ -207,7 +210,9 @@ BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 
     seqname := streamwm_internal._offset_sequence_name(rel);
-    EXECUTE format('CREATE SEQUENCE %s AS bigint OWNED BY %s.sw_offset', seqname, rel);
+    -- a local stream's offsets are handed out 64 to a nextval (src/commit_order.c)
+    EXECUTE format('CREATE SEQUENCE %s AS bigint INCREMENT BY %s OWNED BY %s.sw_offset',
+                   seqname, CASE WHEN distributed THEN 1 ELSE 64 END, rel);
 
     IF distributed THEN
         EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (sw_partition, sw_offset)', rel);

@@ -609,7 +609,9 @@ BEGIN
     PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 
     seqname := streamwm_internal._offset_sequence_name(rel);
-    EXECUTE format('CREATE SEQUENCE %s AS bigint OWNED BY %s.sw_offset', seqname, rel);
+    -- a local stream's offsets are handed out 64 to a nextval (src/commit_order.c)
+    EXECUTE format('CREATE SEQUENCE %s AS bigint INCREMENT BY %s OWNED BY %s.sw_offset',
+                   seqname, CASE WHEN distributed THEN 1 ELSE 64 END, rel);
 
     IF distributed THEN
         EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (sw_partition, sw_offset)', rel);

@@ -464,6 +464,98 @@ stored_span(Relation rel, BlockNumber *first, BlockNumber *last)
 }
 
 /*
+ * Offsets a chunk at a time.  A local stream's sequence steps by 64
+ * (create_stream), and a backend hands out the values of each step itself:
+ * one nextval() for 64 rows, not one a row (nextval locks and changes the
+ * sequence's page, and logs it every 32 values: a tenth of a COPY into a
+ * stream).  A chunk lives as long as the backend and serves the stream's
+ * rows across statements and transactions, so one session writing alone
+ * gives offsets without gaps; values left in it when the session ends are
+ * never used, as a rolled-back insert's.  They are unique all the same, and
+ * a transaction whose offsets lie below what another committed in its
+ * partition meanwhile is renumbered at commit, as always: renumbering
+ * takes a fresh chunk (above every value handed out before) and the
+ * backend's own chunk of that sequence is dropped with it, its values
+ * being below the new ones.  A sequence stepping by 1 (a stream made
+ * before 0.3, a distributed stream's) gives one value a chunk.
+ */
+typedef struct SwOffsetChunk
+{
+	Oid			seqoid;
+	int64		next;
+	int64		last;
+} SwOffsetChunk;
+
+#define SW_OFFSET_CHUNKS 8
+static SwOffsetChunk offset_chunks[SW_OFFSET_CHUNKS];
+static int	offset_chunk_victim = 0;
+
+/* A fresh chunk of 'seqoid' into *c. */
+static void
+take_chunk(Oid seqoid, SwOffsetChunk *c)
+{
+	int64		v = nextval_internal(seqoid, false);
+	int64		step = 1;
+	int64		max = PG_INT64_MAX;
+	HeapTuple	tup = SearchSysCache1(SEQRELID, ObjectIdGetDatum(seqoid));
+
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_sequence seq = (Form_pg_sequence) GETSTRUCT(tup);
+
+		if (seq->seqincrement > 1)
+			step = seq->seqincrement;
+		max = seq->seqmax;
+		ReleaseSysCache(tup);
+	}
+	c->seqoid = seqoid;
+	c->next = v;
+	c->last = (max - v < step - 1) ? max : v + step - 1;
+}
+
+/* The next offset of this backend's chunk of 'seqoid'. */
+int64
+sw_take_offset(Oid seqoid)
+{
+	SwOffsetChunk *c = NULL;
+
+	for (int i = 0; i < SW_OFFSET_CHUNKS; i++)
+		if (offset_chunks[i].seqoid == seqoid)
+		{
+			c = &offset_chunks[i];
+			break;
+		}
+	if (c == NULL || c->next > c->last)
+	{
+		if (c == NULL)
+		{
+			c = &offset_chunks[offset_chunk_victim];
+			offset_chunk_victim = (offset_chunk_victim + 1) % SW_OFFSET_CHUNKS;
+		}
+		take_chunk(seqoid, c);
+	}
+	return c->next++;
+}
+
+/* The next offset of a renumbering's own chunk, fresh at its start. */
+static int64
+take_fresh_offset(Oid seqoid, SwOffsetChunk *c)
+{
+	if (c->seqoid != seqoid || c->next > c->last)
+		take_chunk(seqoid, c);
+	return c->next++;
+}
+
+/* Drop this backend's chunk of 'seqoid': its values are below a renumbering's. */
+static void
+drop_chunk(Oid seqoid)
+{
+	for (int i = 0; i < SW_OFFSET_CHUNKS; i++)
+		if (offset_chunks[i].seqoid == seqoid)
+			offset_chunks[i].seqoid = InvalidOid;
+}
+
+/*
  * The offset of a new row in 'partition' of a distributed stream, on the
  * node that holds it (ingest.c; 'log' is the shard of the stream's commit
  * log here).  Each Citus node has its own range of the stream's sequence,
@@ -864,6 +956,7 @@ renumber(int from, int to)
 	OwnRow	   *rows = NULL;
 	int64		n = 0;
 	int64		cap = 0;
+	SwOffsetChunk fresh = {InvalidOid, 1, 0};
 
 	for (int w = from; w < to; w++)
 	{
@@ -915,6 +1008,7 @@ renumber(int from, int to)
 				above_range = true;
 		}
 	}
+	drop_chunk(seqoid);
 	for (int64 i = 0; i < n; i++)
 	{
 		SwPartitionWrite *w = &writes[rows[i].write];
@@ -923,13 +1017,13 @@ renumber(int from, int to)
 		if (above_range)
 			o = (w->hi != SW_NO_OFFSET ? w->hi : w->hwm) + 1;
 		else
-			o = nextval_internal(seqoid, false);
+			o = take_fresh_offset(seqoid, &fresh);
 		rows[i].new_offset = o;
 		took(w, o, rows[i].writer);
 	}
 	for (int w = from; w < to; w++)
 		if (writes[w].lo == SW_NO_OFFSET)
-			took(&writes[w], above_range ? writes[w].hwm + 1 : nextval_internal(seqoid, false), -1);
+			took(&writes[w], above_range ? writes[w].hwm + 1 : take_fresh_offset(seqoid, &fresh), -1);
 
 	/* each writer's rows together: update_offsets() sets up once per writer */
 	qsort(rows, n, sizeof(OwnRow), writer_cmp);

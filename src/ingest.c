@@ -697,7 +697,8 @@ eval_on_row(IngestState *st, ExprState *expr, Expr *tree, Datum *values,
  *
  *	 sw_partition	the explicit one; else the hash of partition_key; else the
  *					session's sticky partition;
- *	 sw_offset		from the stream's sequence (a user never gives one);
+ *	 sw_offset		from the stream's sequence, a chunk at a time (commit_order.c;
+ *					a user never gives one);
  *	 sw_write_time	the explicit one, else the clock;
  *	 sw_event_time	the event_time expression on the row, else sw_write_time
  *					(a user never gives one).
@@ -799,7 +800,7 @@ ingest_fill(IngestState *st, Relation rel, Datum *values, bool *nulls)
 	if (OidIsValid(st->log))
 		offset = sw_shard_offset(st->seqoid, st->log, partition, &st->offset_mode[partition]);
 	else
-		offset = nextval_internal(st->seqoid, false);
+		offset = sw_take_offset(st->seqoid);
 	sw_commit_order_note(st->stream, RelationGetRelid(rel), st->log, st->seqoid, partition, offset);
 	values[ao] = Int64GetDatum(offset);
 	nulls[ao] = false;
