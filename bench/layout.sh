@@ -2,17 +2,17 @@
 # Where a COPY into a stream spends its time (issue 9: ingest at 0.8 of a
 # plain table): the same COPY of Nexmark bids into
 #   plain      a table with the stream's user columns and sw_write_time
-#   stream     a stream as create_stream makes it (key btree + BRIN)
-#   no_key     the stream without its key btree (sw_partition, sw_offset)
-#   one_brin   neither index, one BRIN on (sw_offset, sw_event_time)
-#   no_index   no index at all
-# and the four streams again with their offset sequence cached (CACHE 64:
-# what taking offsets a chunk at a time would save; the guard refuses
-# ALTER SEQUENCE, so it is done under session_replication_role = replica).
-# Only plain and stream are what streamwm makes today; the others are what
-# the stream table's layout could be (DESIGN.md, "The stream table's
-# indexes and access paths").  Rounds alternate the tables; the median
-# of each is reported with its ratio to plain.
+#   stream     a stream as create_stream makes it: one BRIN index on
+#              (sw_offset, sw_event_time), offsets 64 to a nextval()
+#   step1      the same, its sequence stepping by 1 (one nextval() a row)
+#   old        what 0.2 made: a unique key btree (sw_partition, sw_offset)
+#              and a BRIN index on sw_event_time, sequence stepping by 1
+#   no_index   a stream without any index
+# (the guard refuses ALTER SEQUENCE on a stream's sequence: it is done
+# under session_replication_role = replica).  Only plain and stream are
+# what streamwm makes today; the others say what each part costs (DESIGN.md,
+# "The stream table's indexes and access paths").  Rounds alternate the
+# tables; the median of each is reported with its ratio to plain.
 #
 #   bash bench/layout.sh [ROWS [ROUNDS]]      (default 1000000 rows, 3 rounds)
 set -euo pipefail
@@ -26,27 +26,20 @@ bench_cluster "${settings[@]}"
 cc -O2 -o "$dir/gen" "$here/nexmark/gen.c" -lm
 "$dir/gen" -t bids -r 2174 -d 1000 -s 42 -n "$rows" >"$dir/bids.tsv"
 cols="auction int8, bidder int8, price int8"
-kinds="stream no_key one_brin no_index"
+kinds="stream step1 old no_index"
 $PSQL -c "CREATE TABLE plain ($cols, sw_write_time timestamptz)"
-for k in $kinds; do
-    for c in "" _c64; do
-        t=$k$c
-        $PSQL -c "SELECT streamwm.create_stream('$t', '$cols')" >/dev/null
-        key=$($PSQL -c "SELECT conname FROM pg_constraint WHERE conrelid = '$t'::regclass AND contype = 'u'")
-        brin=$($PSQL -c "SELECT indexrelid::regclass FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam WHERE indrelid = '$t'::regclass AND amname = 'brin'")
-        case $k in
-            no_key) $PSQL -c "ALTER TABLE $t DROP CONSTRAINT $key" ;;
-            one_brin) $PSQL -c "ALTER TABLE $t DROP CONSTRAINT $key" -c "DROP INDEX $brin" \
-                -c "CREATE INDEX ON $t USING brin (sw_offset, sw_event_time) WITH (pages_per_range = 32, autosummarize = off)" ;;
-            no_index) $PSQL -c "ALTER TABLE $t DROP CONSTRAINT $key" -c "DROP INDEX $brin" ;;
-        esac
-        if [ -n "$c" ]; then
-            $PSQL -c "SET session_replication_role = replica" -c "ALTER SEQUENCE ${t}_sw_offset_seq CACHE 64"
-        fi
-    done
+for t in $kinds; do
+    $PSQL -c "SELECT streamwm.create_stream('$t', '$cols')" >/dev/null
+    brin=$($PSQL -c "SELECT indexrelid::regclass FROM pg_index WHERE indrelid = '$t'::regclass")
+    case $t in
+        step1) $PSQL -c "SET session_replication_role = replica" -c "ALTER SEQUENCE ${t}_sw_offset_seq INCREMENT BY 1" ;;
+        old) $PSQL -c "SET session_replication_role = replica" -c "ALTER SEQUENCE ${t}_sw_offset_seq INCREMENT BY 1" \
+                 -c "DROP INDEX $brin" -c "ALTER TABLE $t ADD UNIQUE (sw_partition, sw_offset)" \
+                 -c "CREATE INDEX ON $t USING brin (sw_event_time) WITH (pages_per_range = 32, autosummarize = off)" ;;
+        no_index) $PSQL -c "DROP INDEX $brin" ;;
+    esac
 done
-tables="plain"
-for k in $kinds; do tables="$tables $k ${k}_c64"; done
+tables="plain $kinds"
 for r in $(seq "$rounds"); do
     for t in $tables; do
         cl="(auction, bidder, price, sw_write_time)"
@@ -63,12 +56,11 @@ plain=$(med plain)
     echo
     echo "$(date -u '+%Y-%m-%d %H:%M') UTC, commit $commit, \`bash bench/layout.sh $rows $rounds\`; $(nproc) cores, $(psql -X -At -d postgres -c 'SELECT version()' | cut -d, -f1); ${settings[*]}. Median of $rounds rounds, tables alternating; a TRUNCATE and CHECKPOINT before each COPY."
     echo
-    echo "| table | ms | rows/s | : plain | ms, sequence CACHE 64 | : plain |"
-    echo "|---|---:|---:|---:|---:|---:|"
-    echo "| plain | $plain | $(awk -v n="$rows" -v ms="$plain" 'BEGIN { printf "%.0f", n * 1000 / ms }') | 1.00 | - | - |"
-    for k in $kinds; do
-        a=$(med "$k"); b=$(med "${k}_c64")
-        echo "| $k | $a | $(awk -v n="$rows" -v ms="$a" 'BEGIN { printf "%.0f", n * 1000 / ms }') | $(awk -v a="$plain" -v b="$a" 'BEGIN { printf "%.2f", a / b }') | $b | $(awk -v a="$plain" -v b="$b" 'BEGIN { printf "%.2f", a / b }') |"
+    echo "| table | ms | rows/s | : plain |"
+    echo "|---|---:|---:|---:|"
+    for t in $tables; do
+        a=$(med "$t")
+        echo "| $t | $a | $(awk -v n="$rows" -v ms="$a" 'BEGIN { printf "%.0f", n * 1000 / ms }') | $(awk -v a="$plain" -v b="$a" 'BEGIN { printf "%.2f", a / b }') |"
     done
 } >>"$(bench_report)"
 echo "done: $(bench_report)"
