@@ -1551,10 +1551,14 @@ sw_catalog_lock_stream(Oid relid, bool skip_locked, SwStreamClock *clock,
  * partition's processed offset), all but each partition's newest, which
  * the next committer compares its offsets with (commit_order.c), and the
  * start floors (negative partitions) that every partition's newest entry
- * has reached (a commit compares with the higher of the two) or that every
- * transaction running when they were set has left (their lo is the next
- * transaction id then: the others took their offsets later).  As the
- * catalog's owner; the caller is connected to SPI.
+ * has reached (a commit compares with the higher of the two).  Not those
+ * that every transaction running when they were set has left: a session
+ * hands out offsets from a chunk it took earlier (commit_order.c), so a
+ * later transaction may still commit offsets below the floor, and only the
+ * floor sends it to be renumbered above a 'latest' query's start.  Those
+ * below the stream's highest go too: a commit compares with that one
+ * only.  So a stream with a partition never written keeps its highest.
+ * As the catalog's owner; the caller is connected to SPI.
  */
 void
 sw_catalog_prune_commit_log(Oid relid, Datum offsets)
@@ -1573,13 +1577,13 @@ sw_catalog_prune_commit_log(Oid relid, Datum offsets)
 				2, types, values, NULL, SPI_OK_DELETE);
 	sw_spi_exec("DELETE FROM streamwm.commit_log f"
 				" WHERE f.stream = $1 AND f.partition < 0"
-				" AND (f.lo <= pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())"
-				"              ::pg_catalog.text::pg_catalog.int8"
-				"  OR f.hi <= (SELECT pg_catalog.min(coalesce("
+				" AND (f.hi <= (SELECT pg_catalog.min(coalesce("
 				"   (SELECT m.hi FROM streamwm.commit_log m"
 				"     WHERE m.stream = $1 AND m.partition = (p.n - 1)::pg_catalog.int4"
 				"     ORDER BY m.hi DESC LIMIT 1), 0))"
-				"   FROM pg_catalog.unnest($2) WITH ORDINALITY AS p(done, n)))",
+				"   FROM pg_catalog.unnest($2) WITH ORDINALITY AS p(done, n))"
+				" OR f.hi < (SELECT pg_catalog.max(g.hi) FROM streamwm.commit_log g"
+				"             WHERE g.stream = $1 AND g.partition < 0))",
 				2, types, values, NULL, SPI_OK_DELETE);
 	sw_leave_role(&cx);
 }
