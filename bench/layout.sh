@@ -3,7 +3,7 @@
 # plain table): the same COPY of Nexmark bids into
 #   plain      a table with the stream's user columns and sw_write_time
 #   stream     a stream as create_stream makes it: one BRIN index on
-#              (sw_offset, sw_event_time), offsets 64 to a nextval()
+#              (sw_partition, sw_offset, sw_event_time), offsets 64 to a nextval()
 #   step1      the same, its sequence stepping by 1 (one nextval() a row)
 #   old        what 0.2 made: a unique key btree (sw_partition, sw_offset)
 #              and a BRIN index on sw_event_time, sequence stepping by 1

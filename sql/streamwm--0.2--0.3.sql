@@ -61,7 +61,7 @@ BEGIN
 END $$;
 
 -- A local stream has no key btree (sw_partition, sw_offset) any more: one
--- BRIN index on (sw_offset, sw_event_time) serves steps' reads by offset
+-- BRIN index on (sw_partition, sw_offset, sw_event_time) serves steps' reads by offset
 -- and windows' by event time, and a COPY no longer spends half its time
 -- entering every row into a btree (DESIGN.md, "The stream table's indexes
 -- and access paths"), and its offsets are handed out 64 to a nextval
@@ -80,7 +80,7 @@ DECLARE
 BEGIN
     FOR s IN SELECT d.stream::pg_catalog.regclass AS rel FROM streamwm.stream_def d
               WHERE d.rows_table IS NULL ORDER BY d.stream LOOP
-        EXECUTE pg_catalog.format('CREATE INDEX ON %s USING brin (sw_offset, sw_event_time) '
+        EXECUTE pg_catalog.format('CREATE INDEX ON %s USING brin (sw_partition, sw_offset, sw_event_time) '
                                   'WITH (pages_per_range = 32, autosummarize = off)', s.rel);
         FOR key IN SELECT ic.oid::pg_catalog.regclass AS idx FROM pg_catalog.pg_index i
                      JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid
@@ -224,14 +224,15 @@ BEGIN
         -- No btree every row must enter (half the time of a COPY): steps
         -- read a partition's offsets in bounded ranges, and windows by event
         -- time, both of which follow the order rows are written in, so one
-        -- BRIN index serves both (DESIGN.md, "The stream table's indexes and
-        -- access paths").  Offsets are unique by construction (one sequence,
-        -- a user never gives one).  With no key, the renumbering at commit
-        -- and retention's DELETE need the whole row as replica identity, or
-        -- a publication of the stream's updates and deletes would make them
-        -- fail.
+        -- BRIN index serves both, the partition first so that a partition's
+        -- reads skip the block ranges that hold only others' rows (DESIGN.md,
+        -- "The stream table's indexes and access paths").  Offsets are unique
+        -- by construction (one sequence, a user never gives one).  With no
+        -- key, the renumbering at commit and retention's DELETE need the
+        -- whole row as replica identity, or a publication of the stream's
+        -- updates and deletes would make them fail.
         EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', rel);
-        EXECUTE format('CREATE INDEX ON %s USING brin (sw_offset, sw_event_time) '
+        EXECUTE format('CREATE INDEX ON %s USING brin (sw_partition, sw_offset, sw_event_time) '
                        'WITH (pages_per_range = 32, autosummarize = off)', rel);
     END IF;
     IF distributed THEN

@@ -623,14 +623,15 @@ BEGIN
         -- No btree every row must enter (half the time of a COPY): steps
         -- read a partition's offsets in bounded ranges, and windows by event
         -- time, both of which follow the order rows are written in, so one
-        -- BRIN index serves both (DESIGN.md, "The stream table's indexes and
-        -- access paths").  Offsets are unique by construction (one sequence,
-        -- a user never gives one).  With no key, the renumbering at commit
-        -- and retention's DELETE need the whole row as replica identity, or
-        -- a publication of the stream's updates and deletes would make them
-        -- fail.
+        -- BRIN index serves both, the partition first so that a partition's
+        -- reads skip the block ranges that hold only others' rows (DESIGN.md,
+        -- "The stream table's indexes and access paths").  Offsets are unique
+        -- by construction (one sequence, a user never gives one).  With no
+        -- key, the renumbering at commit and retention's DELETE need the
+        -- whole row as replica identity, or a publication of the stream's
+        -- updates and deletes would make them fail.
         EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', rel);
-        EXECUTE format('CREATE INDEX ON %s USING brin (sw_offset, sw_event_time) '
+        EXECUTE format('CREATE INDEX ON %s USING brin (sw_partition, sw_offset, sw_event_time) '
                        'WITH (pages_per_range = 32, autosummarize = off)', rel);
     END IF;
     IF distributed THEN
