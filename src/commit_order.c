@@ -405,6 +405,16 @@ sw_commit_order_note(Oid relid, Oid table, Oid log, Oid seqoid, int32 partition,
 	took(w, offset, current_writer());
 }
 
+/* This transaction's span in 'table', or NULL. */
+static SwStoredSpan *
+span_of(Oid table)
+{
+	for (int i = 0; i < nspans; i++)
+		if (spans[i].table == table)
+			return &spans[i];
+	return NULL;
+}
+
 /*
  * The stream's access method stored a row of this transaction at 'tid' of
  * 'rel' (or renumbering stored a row's new version there).
@@ -414,14 +424,8 @@ sw_commit_order_stored(Relation rel, ItemPointer tid)
 {
 	Oid			table = RelationGetRelid(rel);
 	BlockNumber blk = ItemPointerGetBlockNumber(tid);
-	SwStoredSpan *sp = NULL;
+	SwStoredSpan *sp = span_of(table);
 
-	for (int i = nspans - 1; i >= 0; i--)
-		if (spans[i].table == table)
-		{
-			sp = &spans[i];
-			break;
-		}
 	if (sp == NULL)
 	{
 		if (nspans == capspans)
@@ -451,16 +455,13 @@ sw_commit_order_stored(Relation rel, ItemPointer tid)
 static bool
 stored_span(Relation rel, BlockNumber *first, BlockNumber *last)
 {
-	for (int i = 0; i < nspans; i++)
-		if (spans[i].table == RelationGetRelid(rel))
-		{
-			if (spans[i].relfilenode != rel->rd_node.relNode)
-				return false;
-			*first = spans[i].first;
-			*last = spans[i].last;
-			return true;
-		}
-	return false;
+	SwStoredSpan *sp = span_of(RelationGetRelid(rel));
+
+	if (sp == NULL || sp->relfilenode != rel->rd_node.relNode)
+		return false;
+	*first = sp->first;
+	*last = sp->last;
+	return true;
 }
 
 /*
@@ -513,37 +514,30 @@ take_chunk(Oid seqoid, SwOffsetChunk *c)
 	c->last = (max - v < step - 1) ? max : v + step - 1;
 }
 
+/* The next offset of chunk *c of 'seqoid', which takes a fresh one when it is empty or another's. */
+static int64
+chunk_next(Oid seqoid, SwOffsetChunk *c)
+{
+	if (c->seqoid != seqoid || c->next > c->last)
+		take_chunk(seqoid, c);
+	return c->next++;
+}
+
 /* The next offset of this backend's chunk of 'seqoid'. */
 int64
 sw_take_offset(Oid seqoid)
 {
 	SwOffsetChunk *c = NULL;
 
-	for (int i = 0; i < SW_OFFSET_CHUNKS; i++)
+	for (int i = 0; i < SW_OFFSET_CHUNKS && c == NULL; i++)
 		if (offset_chunks[i].seqoid == seqoid)
-		{
 			c = &offset_chunks[i];
-			break;
-		}
-	if (c == NULL || c->next > c->last)
+	if (c == NULL)
 	{
-		if (c == NULL)
-		{
-			c = &offset_chunks[offset_chunk_victim];
-			offset_chunk_victim = (offset_chunk_victim + 1) % SW_OFFSET_CHUNKS;
-		}
-		take_chunk(seqoid, c);
+		c = &offset_chunks[offset_chunk_victim];
+		offset_chunk_victim = (offset_chunk_victim + 1) % SW_OFFSET_CHUNKS;
 	}
-	return c->next++;
-}
-
-/* The next offset of a renumbering's own chunk, fresh at its start. */
-static int64
-take_fresh_offset(Oid seqoid, SwOffsetChunk *c)
-{
-	if (c->seqoid != seqoid || c->next > c->last)
-		take_chunk(seqoid, c);
-	return c->next++;
+	return chunk_next(seqoid, c);
 }
 
 /* Drop this backend's chunk of 'seqoid': its values are below a renumbering's. */
@@ -956,7 +950,7 @@ renumber(int from, int to)
 	OwnRow	   *rows = NULL;
 	int64		n = 0;
 	int64		cap = 0;
-	SwOffsetChunk fresh = {InvalidOid, 1, 0};
+	SwOffsetChunk fresh = {InvalidOid, 1, 0};	/* the renumbering's own */
 
 	for (int w = from; w < to; w++)
 	{
@@ -1017,13 +1011,13 @@ renumber(int from, int to)
 		if (above_range)
 			o = (w->hi != SW_NO_OFFSET ? w->hi : w->hwm) + 1;
 		else
-			o = take_fresh_offset(seqoid, &fresh);
+			o = chunk_next(seqoid, &fresh);
 		rows[i].new_offset = o;
 		took(w, o, rows[i].writer);
 	}
 	for (int w = from; w < to; w++)
 		if (writes[w].lo == SW_NO_OFFSET)
-			took(&writes[w], above_range ? writes[w].hwm + 1 : take_fresh_offset(seqoid, &fresh), -1);
+			took(&writes[w], above_range ? writes[w].hwm + 1 : chunk_next(seqoid, &fresh), -1);
 
 	/* each writer's rows together: update_offsets() sets up once per writer */
 	qsort(rows, n, sizeof(OwnRow), writer_cmp);

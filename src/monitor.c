@@ -74,10 +74,11 @@ check_result_type(int col, Oid type)
 /*
  * streamwm_internal._partition_stats(stream regclass) RETURNS SETOF (partition,
  * last_offset, last_arrival, backlog, oldest_arrival, held_by, held_since):
- * per partition, the newest row's offset, when the newest transaction that wrote into it committed, the rows
- * after the processed offset and when the oldest of them arrived (the
- * commit log), and the open writing transaction holding it, if any: its
- * backend and when it began (commit_order.c).
+ * per partition, the newest row's offset, when the newest transaction that
+ * wrote into it committed, the rows after the processed offset and when
+ * the oldest of them arrived (the commit log), and the open writing
+ * transaction holding it, if any: its backend and when it began
+ * (commit_order.c).
  */
 Datum
 streamwm_partition_stats(PG_FUNCTION_ARGS)

@@ -426,6 +426,7 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	Datum	   *fdone = palloc(np * sizeof(Datum));
 	Datum	   *fcut = palloc(np * sizeof(Datum));
 	int			nfparts = 0;
+	char	   *next_sql;
 	static const Oid entry_types[5] = {INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID,
 	TIMESTAMPTZOID};
 	LogEntry   *entries;
@@ -619,8 +620,10 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	 * by 'limit' offsets a batch would never get there: the batch moves it
 	 * to just before its next row instead (none: past the entries taken).
 	 */
+	next_sql = NULL;
 	for (int p = 0; p < np; p++)
 	{
+		static const Oid next_type[1] = {INT8OID};
 		Oid			ntypes[3] = {INT4OID, INT8OID, INT8OID};
 		Datum		nvalues[3];
 		bool		isnull;
@@ -628,18 +631,19 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 
 		if (!truncated[p] || nrows[p] > 0)
 			continue;
+		if (next_sql == NULL)
+		{
+			next_sql = psprintf("SELECT pg_catalog.min(t.sw_offset) FROM ONLY %s t"
+								" WHERE t.sw_partition = $1 AND t.sw_offset > $2"
+								" AND t.sw_offset <= $3", relname);
+			sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
+		}
 		nvalues[0] = Int32GetDatum(p);
 		nvalues[1] = Int64GetDatum(cut[p]);
 		nvalues[2] = Int64GetDatum(upto[p]);
-		sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
-		sw_spi_exec_bounded(psprintf("reading stream %s", relname),
-							psprintf("SELECT pg_catalog.min(t.sw_offset) FROM ONLY %s t"
-									 " WHERE t.sw_partition = $1 AND t.sw_offset > $2"
-									 " AND t.sw_offset <= $3", relname),
+		sw_spi_exec_bounded(psprintf("reading stream %s", relname), next_sql,
 							3, ntypes, nvalues, NULL, SPI_OK_SELECT, r->snapshot);
-		sw_leave_role(&rcx);
-		if (SPI_gettypeid(SPI_tuptable->tupdesc, 1) != INT8OID)
-			elog(ERROR, "streamwm: sw_offset of stream %s is not bigint", relname);
+		sw_check_result_types(SPI_tuptable->tupdesc, next_type, 1, relname);
 		next = sw_spi_getdatum(0, 1, &isnull);
 		if (isnull)
 		{
@@ -650,6 +654,8 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 			cut[p] = DatumGetInt64(next) - 1;
 		SPI_freetuptable(SPI_tuptable);
 	}
+	if (next_sql != NULL)
+		sw_leave_role(&rcx);
 
 	/*
 	 * Merge: moment by moment of arrival, the rows that arrived then in
