@@ -65,6 +65,7 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/transam.h"
@@ -81,6 +82,7 @@
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
@@ -470,8 +472,9 @@ stored_span(Relation rel, BlockNumber *first, BlockNumber *last)
  * one nextval() for 64 rows, not one a row (nextval locks and changes the
  * sequence's page, and logs it every 32 values: a tenth of a COPY into a
  * stream).  A chunk lives as long as the backend and serves the stream's
- * rows across statements and transactions, so one session writing alone
- * gives offsets without gaps; values left in it when the session ends are
+ * rows across statements and transactions while no other session takes
+ * values after it (sw_take_offset), so one session writing alone gives
+ * offsets without gaps; values left in it when the session ends are
  * never used, as a rolled-back insert's.  They are unique all the same, and
  * a transaction whose offsets lie below what another committed in its
  * partition meanwhile is renumbered at commit, as always: renumbering
@@ -483,8 +486,10 @@ stored_span(Relation rel, BlockNumber *first, BlockNumber *last)
 typedef struct SwOffsetChunk
 {
 	Oid			seqoid;
+	int64		first;			/* the nextval() it came from */
 	int64		next;
 	int64		last;
+	LocalTransactionId checked; /* the transaction that found it the newest */
 } SwOffsetChunk;
 
 #define SW_OFFSET_CHUNKS 8
@@ -510,8 +515,9 @@ take_chunk(Oid seqoid, SwOffsetChunk *c)
 		ReleaseSysCache(tup);
 	}
 	c->seqoid = seqoid;
-	c->next = v;
+	c->first = c->next = v;
 	c->last = (max - v < step - 1) ? max : v + step - 1;
+	c->checked = MyProc->lxid;
 }
 
 /* The next offset of chunk *c of 'seqoid', which takes a fresh one when it is empty or another's. */
@@ -521,6 +527,33 @@ chunk_next(Oid seqoid, SwOffsetChunk *c)
 	if (c->seqoid != seqoid || c->next > c->last)
 		take_chunk(seqoid, c);
 	return c->next++;
+}
+
+/*
+ * The value the sequence 'seqoid' handed out last, read from its page as
+ * pg_sequence_last_value() does (without its privilege check: the insert
+ * takes the stream's offsets whoever its writer is).
+ */
+static int64
+sequence_last_value(Oid seqoid)
+{
+	Relation	rel = relation_open(seqoid, AccessShareLock);
+	Buffer		buf = ReadBuffer(rel, 0);
+	Page		page;
+	ItemId		lp;
+	HeapTupleHeader tup;
+	int64		last;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	lp = PageGetItemId(page, FirstOffsetNumber);
+	if (PageGetMaxOffsetNumber(page) < FirstOffsetNumber || !ItemIdIsNormal(lp))
+		elog(ERROR, "streamwm: sequence %u has no tuple", seqoid);
+	tup = (HeapTupleHeader) PageGetItem(page, lp);
+	last = ((Form_pg_sequence_data) ((char *) tup + tup->t_hoff))->last_value;
+	UnlockReleaseBuffer(buf);
+	relation_close(rel, AccessShareLock);
+	return last;
 }
 
 /* The next offset of this backend's chunk of 'seqoid'. */
@@ -536,6 +569,22 @@ sw_take_offset(Oid seqoid)
 	{
 		c = &offset_chunks[offset_chunk_victim];
 		offset_chunk_victim = (offset_chunk_victim + 1) % SW_OFFSET_CHUNKS;
+	}
+
+	/*
+	 * A chunk kept from an earlier transaction of this backend is used only
+	 * while no other backend took values after it: their transactions may
+	 * commit before this one, and this one's rows, below theirs, would be
+	 * renumbered at its commit.  Two sessions taking turns at writing would
+	 * then renumber every transaction, each being below the other's chunk.
+	 * So the first row of a transaction looks at the sequence, and takes a
+	 * fresh chunk if another was taken since.
+	 */
+	else if (c->next <= c->last && c->checked != MyProc->lxid)
+	{
+		if (sequence_last_value(seqoid) != c->first)
+			c->seqoid = InvalidOid;
+		c->checked = MyProc->lxid;
 	}
 	return chunk_next(seqoid, c);
 }
