@@ -13,6 +13,7 @@ OBJS = \
 	src/citus_route.o \
 	src/ingest.o \
 	src/stream_am.o \
+	src/stream_brin.o \
 	src/commit_order.o \
 	src/window.o \
 	src/query.o \
@@ -46,7 +47,7 @@ EXTVERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(dir $(last
 PG_CPPFLAGS = -DSW_LIBRARY_VERSION='"$(EXTVERSION)"'
 PGFILEDESC = "streamwm - event-time stream processing"
 
-REGRESS = ydb_example ingest stream_am windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl panes engine extension_aggs aggstate_attack commit_order heartbeat controls chain lateness alter_query recompute origin ordered processing_time session count descriptions result_write batching
+REGRESS = ydb_example ingest stream_am windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl panes engine extension_aggs aggstate_attack commit_order heartbeat controls chain lateness alter_query recompute origin ordered processing_time session count descriptions result_write batching stream_brin
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
 ISOLATION = concurrent_writers concurrent_process commit_order idle_holds renumber heartbeat notify alter_query partition_claims speculative invalidation renumber_rights renumber_nokey start_latest latest_chunks chunk_turns
 ISOLATION_OPTS = --inputdir=test --outputdir=test/results/isolation

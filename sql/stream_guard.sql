@@ -184,6 +184,8 @@ SELECT streamwm.create_query('broken_q', 'SELECT count(*) AS n FROM broken',
                              hop => '10 s', size => '10 s');
 INSERT INTO broken (sw_write_time, v) VALUES ('1970-01-01T00:00:01Z', 1);
 ALTER EVENT TRIGGER streamwm_guard_ddl DISABLE;
+-- (the stream's own index has no operator class for text: it goes first)
+DO $$BEGIN EXECUTE (SELECT format('DROP INDEX %s', indexrelid::regclass) FROM pg_index WHERE indrelid = 'broken'::regclass); END$$;
 ALTER TABLE broken ALTER COLUMN sw_offset TYPE text;
 INSERT INTO broken (v) VALUES (2);
 SELECT streamwm.ingest('broken', '{"v": 3}');

@@ -238,6 +238,63 @@ CREATE FUNCTION streamwm_internal._stream_insert() RETURNS trigger
 CREATE FUNCTION streamwm_internal._stream_am_handler(internal) RETURNS table_am_handler
     AS 'MODULE_PATHNAME', 'streamwm_stream_am_handler' LANGUAGE C;
 CREATE ACCESS METHOD streamwm_stream TYPE TABLE HANDLER streamwm_internal._stream_am_handler;
+-- The index access method of a local stream's own index: BRIN, but the
+-- stream's writers bring its summaries up to date once per block range when
+-- they commit, not row by row as they insert (src/stream_brin.c); with
+-- BRIN's minmax operator classes.
+CREATE FUNCTION streamwm_internal._stream_brin_handler(internal) RETURNS index_am_handler
+    AS 'MODULE_PATHNAME', 'streamwm_brin_handler' LANGUAGE C;
+CREATE ACCESS METHOD streamwm_brin TYPE INDEX HANDLER streamwm_internal._stream_brin_handler;
+CREATE OPERATOR FAMILY streamwm_internal.integer_minmax_ops USING streamwm_brin;
+CREATE OPERATOR CLASS streamwm_internal.int4_minmax_ops DEFAULT FOR TYPE int4
+    USING streamwm_brin FAMILY streamwm_internal.integer_minmax_ops AS
+    OPERATOR 1 pg_catalog.< (int4, int4), OPERATOR 2 pg_catalog.<= (int4, int4),
+    OPERATOR 3 pg_catalog.= (int4, int4), OPERATOR 4 pg_catalog.>= (int4, int4),
+    OPERATOR 5 pg_catalog.> (int4, int4),
+    FUNCTION 1 pg_catalog.brin_minmax_opcinfo(internal),
+    FUNCTION 2 pg_catalog.brin_minmax_add_value(internal, internal, internal, internal),
+    FUNCTION 3 pg_catalog.brin_minmax_consistent(internal, internal, internal),
+    FUNCTION 4 pg_catalog.brin_minmax_union(internal, internal, internal);
+CREATE OPERATOR CLASS streamwm_internal.int8_minmax_ops DEFAULT FOR TYPE int8
+    USING streamwm_brin FAMILY streamwm_internal.integer_minmax_ops AS
+    OPERATOR 1 pg_catalog.< (int8, int8), OPERATOR 2 pg_catalog.<= (int8, int8),
+    OPERATOR 3 pg_catalog.= (int8, int8), OPERATOR 4 pg_catalog.>= (int8, int8),
+    OPERATOR 5 pg_catalog.> (int8, int8),
+    FUNCTION 1 pg_catalog.brin_minmax_opcinfo(internal),
+    FUNCTION 2 pg_catalog.brin_minmax_add_value(internal, internal, internal, internal),
+    FUNCTION 3 pg_catalog.brin_minmax_consistent(internal, internal, internal),
+    FUNCTION 4 pg_catalog.brin_minmax_union(internal, internal, internal);
+ALTER OPERATOR FAMILY streamwm_internal.integer_minmax_ops USING streamwm_brin ADD
+    OPERATOR 1 pg_catalog.< (int4, int8), OPERATOR 2 pg_catalog.<= (int4, int8),
+    OPERATOR 3 pg_catalog.= (int4, int8), OPERATOR 4 pg_catalog.>= (int4, int8),
+    OPERATOR 5 pg_catalog.> (int4, int8),
+    OPERATOR 1 pg_catalog.< (int8, int4), OPERATOR 2 pg_catalog.<= (int8, int4),
+    OPERATOR 3 pg_catalog.= (int8, int4), OPERATOR 4 pg_catalog.>= (int8, int4),
+    OPERATOR 5 pg_catalog.> (int8, int4);
+CREATE OPERATOR FAMILY streamwm_internal.datetime_minmax_ops USING streamwm_brin;
+CREATE OPERATOR CLASS streamwm_internal.timestamptz_minmax_ops DEFAULT FOR TYPE timestamptz
+    USING streamwm_brin FAMILY streamwm_internal.datetime_minmax_ops AS
+    OPERATOR 1 pg_catalog.< (timestamptz, timestamptz), OPERATOR 2 pg_catalog.<= (timestamptz, timestamptz),
+    OPERATOR 3 pg_catalog.= (timestamptz, timestamptz), OPERATOR 4 pg_catalog.>= (timestamptz, timestamptz),
+    OPERATOR 5 pg_catalog.> (timestamptz, timestamptz),
+    FUNCTION 1 pg_catalog.brin_minmax_opcinfo(internal),
+    FUNCTION 2 pg_catalog.brin_minmax_add_value(internal, internal, internal, internal),
+    FUNCTION 3 pg_catalog.brin_minmax_consistent(internal, internal, internal),
+    FUNCTION 4 pg_catalog.brin_minmax_union(internal, internal, internal);
+COMMENT ON FUNCTION streamwm_internal._stream_brin_handler(internal) IS
+    'internal: handler of the streamwm_brin index access method, not for direct use';
+COMMENT ON ACCESS METHOD streamwm_brin IS
+    'the index access method of local streams'' own index: BRIN, its summaries brought up to date when the writers commit';
+COMMENT ON OPERATOR FAMILY streamwm_internal.integer_minmax_ops USING streamwm_brin IS
+    'minmax summaries of int4 and int8 columns in a stream''s own index';
+COMMENT ON OPERATOR CLASS streamwm_internal.int4_minmax_ops USING streamwm_brin IS
+    'minmax summaries of an int4 column (sw_partition) in a stream''s own index';
+COMMENT ON OPERATOR CLASS streamwm_internal.int8_minmax_ops USING streamwm_brin IS
+    'minmax summaries of an int8 column (sw_offset) in a stream''s own index';
+COMMENT ON OPERATOR FAMILY streamwm_internal.datetime_minmax_ops USING streamwm_brin IS
+    'minmax summaries of timestamptz columns in a stream''s own index';
+COMMENT ON OPERATOR CLASS streamwm_internal.timestamptz_minmax_ops USING streamwm_brin IS
+    'minmax summaries of a timestamptz column (sw_event_time) in a stream''s own index';
 -- BEFORE INSERT statement trigger of every local stream: its rows are
 -- filled by that access method only (src/stream_am.c).
 CREATE FUNCTION streamwm_internal._stream_check_method() RETURNS trigger
@@ -631,7 +688,7 @@ BEGIN
         -- whole row as replica identity, or a publication of the stream's
         -- updates and deletes would make them fail.
         EXECUTE format('ALTER TABLE %s REPLICA IDENTITY FULL', rel);
-        EXECUTE format('CREATE INDEX ON %s USING brin (sw_partition, sw_offset, sw_event_time) '
+        EXECUTE format('CREATE INDEX ON %s USING streamwm_brin (sw_partition, sw_offset, sw_event_time) '
                        'WITH (pages_per_range = 32, autosummarize = off)', rel);
     END IF;
     IF distributed THEN

@@ -103,6 +103,7 @@
 
 #include "catalog.h"
 #include "commit_order.h"
+#include "stream_brin.h"
 
 /* field4 of streamwm's advisory lock tags; field3 is the partition */
 #define SW_HOLD_LOCK_CLASS 0x7377
@@ -453,11 +454,14 @@ sw_commit_order_stored(Relation rel, ItemPointer tid)
 		sp->last = blk;
 }
 
-/* The blocks this transaction stored rows of 'rel' in, if known. */
-static bool
-stored_span(Relation rel, BlockNumber *first, BlockNumber *last)
+/*
+ * The blocks this transaction stored rows of 'rel' in through the stream's
+ * access method, if known (also for stream_brin.c).
+ */
+bool
+sw_commit_order_own_span(Relation rel, BlockNumber *first, BlockNumber *last)
 {
-	SwStoredSpan *sp = span_of(RelationGetRelid(rel));
+	SwStoredSpan *sp = nspans == 0 ? NULL : span_of(RelationGetRelid(rel));
 
 	if (sp == NULL || sp->relfilenode != rel->rd_node.relNode)
 		return false;
@@ -858,7 +862,7 @@ collect_own_rows(int w, OwnRow **rows, int64 *n, int64 *cap)
 		index_endscan(scan);
 		index_close(idx, AccessShareLock);
 	}
-	else if (stored_span(rel, &first, &last))
+	else if (sw_commit_order_own_span(rel, &first, &last))
 	{
 		/* the blocks the access method stored them in */
 		ItemPointerData lo;
@@ -1518,6 +1522,30 @@ commit_locks(bool take)
 	}
 }
 
+/*
+ * No row of this transaction is stored after this: the stream's own BRIN
+ * indexes, which skipped its rows (stream_brin.c), lose the summaries of
+ * the block ranges they went to.
+ */
+static void
+brin_commit(void)
+{
+	for (int i = 0; i < nspans; i++)
+	{
+		Relation	rel;
+		BlockNumber first;
+		BlockNumber last;
+
+		/* a table dropped in this very transaction took its rows along */
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(spans[i].table)))
+			continue;
+		rel = table_open(spans[i].table, NoLock);
+		if (sw_commit_order_own_span(rel, &first, &last))
+			sw_stream_brin_commit(rel, first, last);
+		table_close(rel, NoLock);
+	}
+}
+
 /* attempts at renumbering outside the commit locks before doing it under them */
 #define SW_RENUMBER_ATTEMPTS 3
 
@@ -1564,6 +1592,8 @@ order_commit(void)
 		commit_locks(false);
 		renumber_overtaken();
 	}
+
+	brin_commit();
 
 	arrival = GetCurrentTimestamp();
 	for (int i = 0; i < nwrites; i++)

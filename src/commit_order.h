@@ -23,6 +23,7 @@ extern bool sw_commit_order_wrote(Oid relid);
 extern void sw_commit_order_note(Oid relid, Oid table, Oid log, Oid seqoid, int32 partition,
 								 int64 offset);
 extern void sw_commit_order_stored(Relation rel, ItemPointer tid);
+extern bool sw_commit_order_own_span(Relation rel, BlockNumber *first, BlockNumber *last);
 extern int64 sw_take_offset(Oid seqoid);
 extern int64 sw_shard_offset(Oid seqoid, Oid log, int32 partition, char *mode);
 extern int	sw_pick_free_partition(Oid relid, int npartitions, int start, bool *claimed);

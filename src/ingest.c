@@ -924,15 +924,30 @@ is_ingest_trigger_name(Relation rel, const char *tgname)
 	return rlen > slen && strcmp(relname + rlen - slen, suffix) == 0;
 }
 
-/* The stream's sw_ingest trigger in the relcache's description of it, or NULL. */
+/*
+ * The stream's sw_ingest trigger in the relcache's description of it, or
+ * NULL.  Looked up for every row: the place found last is tried first (a
+ * COPY's rows all find it there), by its name as every other place is.
+ */
 static Trigger *
 find_ingest_trigger(Relation rel)
 {
+	static Oid	last_relid = InvalidOid;
+	static int	last_index = -1;
 	TriggerDesc *td = rel->trigdesc;
 
-	for (int i = 0; td != NULL && i < td->numtriggers; i++)
+	if (td == NULL)
+		return NULL;
+	if (last_relid == RelationGetRelid(rel) && last_index < td->numtriggers &&
+		is_ingest_trigger_name(rel, td->triggers[last_index].tgname))
+		return &td->triggers[last_index];
+	for (int i = 0; i < td->numtriggers; i++)
 		if (is_ingest_trigger_name(rel, td->triggers[i].tgname))
+		{
+			last_relid = RelationGetRelid(rel);
+			last_index = i;
 			return &td->triggers[i];
+		}
 	return NULL;
 }
 
@@ -978,13 +993,147 @@ slot_values_copy(TupleTableSlot *slot)
 	return v;
 }
 
-/* ... stored back into the slot as a new tuple, the copy freed */
+/*
+ * The tuple the slot holds, with the values of its last attributes from
+ * 'first_tail' on replaced by v's (not null, fixed length and passed by
+ * value): its other attributes' bytes are copied as they are, not formed
+ * again from their values.  A stream's system columns come last in the
+ * table as create_stream makes it, and a COPY hands the access method
+ * formed tuples (it materializes each row to batch it): forming each row a
+ * second time after filling it was a tenth of the COPY (issue 9).
+ */
+static HeapTuple
+form_with_tail(TupleTableSlot *slot, int first_tail, SlotValues v)
+{
+	TupleDesc	desc = slot->tts_tupleDescriptor;
+	HeapTuple	old = ((HeapTupleTableSlot *) slot)->tuple;
+	HeapTupleHeader oldhdr = old->t_data;
+	char	   *olddata = (char *) oldhdr + oldhdr->t_hoff;
+	bool		oldnulls = HeapTupleHasNulls(old);
+	bool		hasnull = false;
+	Size		user_end = 0;
+	Size		data_len;
+	Size		hoff;
+	HeapTuple	tuple;
+	HeapTupleHeader td;
+
+	/* where the old tuple's bytes of the attributes before the tail end */
+	for (int i = 0; i < first_tail; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (oldnulls && att_isnull(i, oldhdr->t_bits))
+		{
+			hasnull = true;
+			continue;
+		}
+		if (att->attlen == -1)
+			user_end = att_align_pointer(user_end, att->attalign, -1, olddata + user_end);
+		else
+			user_end = att_align_nominal(user_end, att->attalign);
+		user_end = att_addlength_pointer(user_end, att->attlen, olddata + user_end);
+	}
+	data_len = user_end;
+	for (int i = first_tail; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		data_len = att_align_nominal(data_len, att->attalign) + att->attlen;
+	}
+	hoff = offsetof(HeapTupleHeaderData, t_bits);
+	if (hasnull)
+		hoff += BITMAPLEN(desc->natts);
+	hoff = MAXALIGN(hoff);
+
+	tuple = (HeapTuple) palloc0(HEAPTUPLESIZE + hoff + data_len);
+	tuple->t_data = td = (HeapTupleHeader) ((char *) tuple + HEAPTUPLESIZE);
+	tuple->t_len = hoff + data_len;
+	ItemPointerSetInvalid(&tuple->t_self);
+	tuple->t_tableOid = InvalidOid;
+	HeapTupleHeaderSetDatumLength(td, hoff + data_len);
+	HeapTupleHeaderSetTypeId(td, desc->tdtypeid);
+	HeapTupleHeaderSetTypMod(td, desc->tdtypmod);
+	HeapTupleHeaderSetNatts(td, desc->natts);
+	td->t_hoff = hoff;
+	/* what the attributes' bytes say of themselves: the tail adds nothing */
+	td->t_infomask = oldhdr->t_infomask & (HEAP_HASVARWIDTH | HEAP_HASEXTERNAL);
+	if (hasnull)
+	{
+		td->t_infomask |= HEAP_HASNULL;
+		for (int i = 0; i < desc->natts; i++)
+			if (i >= first_tail || !att_isnull(i, oldhdr->t_bits))
+				td->t_bits[i >> 3] |= (1 << (i & 0x07));
+	}
+	memcpy((char *) td + hoff, olddata, user_end);
+	data_len = user_end;
+	for (int i = first_tail; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		data_len = att_align_nominal(data_len, att->attalign);
+		store_att_byval((char *) td + hoff + data_len, v.values[i], att->attlen);
+		data_len += att->attlen;
+	}
+#ifdef USE_ASSERT_CHECKING
+	{
+		HeapTuple	formed = heap_form_tuple(desc, v.values, v.nulls);
+
+		Assert(formed->t_len == tuple->t_len &&
+			   memcmp((char *) formed->t_data + offsetof(HeapTupleHeaderData, t_infomask2),
+					  (char *) td + offsetof(HeapTupleHeaderData, t_infomask2),
+					  tuple->t_len - offsetof(HeapTupleHeaderData, t_infomask2)) == 0);
+		heap_freetuple(formed);
+	}
+#endif
+	return tuple;
+}
+
+/*
+ * The first of the trailing attributes that are a stream's system columns
+ * just filled (not null, fixed length, by value) and that follow every
+ * other attribute (the layout create_stream makes), or -1.
+ */
+static int
+filled_tail(IngestState *st, TupleTableSlot *slot, SlotValues v)
+{
+	TupleDesc	desc = slot->tts_tupleDescriptor;
+	AttrNumber	atts[4];
+	int			first = desc->natts;
+
+	if (!TTS_IS_BUFFERTUPLE(slot) && !TTS_IS_HEAPTUPLE(slot))
+		return -1;
+	if (HeapTupleHeaderGetNatts(((HeapTupleTableSlot *) slot)->tuple->t_data) != desc->natts)
+		return -1;
+	system_atts(st, atts);
+	for (int i = 0; i < 4; i++)
+		if (atts[i] - 1 < first)
+			first = atts[i] - 1;
+	if (first != desc->natts - 4)
+		return -1;
+	for (int i = first; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (v.nulls[i] || !att->attbyval || att->attlen <= 0)
+			return -1;
+	}
+	return first;
+}
+
+/*
+ * ... stored back into the slot as a new tuple, the copy freed.  With a
+ * stream state, the tuple's values were changed only by filling its
+ * system columns.
+ */
 static void
-slot_values_store(TupleTableSlot *slot, SlotValues v)
+slot_values_store(TupleTableSlot *slot, SlotValues v, IngestState *st)
 {
 	Oid			tableoid = slot->tts_tableOid;
+	int			first_tail = st != NULL ? filled_tail(st, slot, v) : -1;
 
-	ExecForceStoreHeapTuple(heap_form_tuple(slot->tts_tupleDescriptor, v.values, v.nulls),
+	ExecForceStoreHeapTuple(first_tail >= 0 ?
+							form_with_tail(slot, first_tail, v) :
+							heap_form_tuple(slot->tts_tupleDescriptor, v.values, v.nulls),
 							slot, true);
 	slot->tts_tableOid = tableoid;
 	pfree(v.values);
@@ -1004,6 +1153,7 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 {
 	IngestState *st;
 	Trigger    *trigger;
+	TriggerDesc *trigdesc;
 	char		tgenabled;
 
 	/*
@@ -1015,6 +1165,7 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 	if (trigger == NULL)
 		return false;
 	tgenabled = trigger->tgenabled;
+	trigdesc = rel->trigdesc;
 
 	/*
 	 * ... and only when the trigger would fire on INSERT: as the insert
@@ -1030,9 +1181,12 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 	 * The relcache's trigger description is gone once anything read the
 	 * catalogs and accepted an invalidation of the relation (autovacuum's
 	 * statistics are enough): found again after the check above, and
-	 * ingest_state() copies it before it reads the catalogs.
+	 * ingest_state() copies it before it reads the catalogs.  (A rebuilt
+	 * entry whose triggers are unchanged keeps its description: the same
+	 * pointer, its triggers where they were.)
 	 */
-	trigger = find_ingest_trigger(rel);
+	if (rel->trigdesc != trigdesc)
+		trigger = find_ingest_trigger(rel);
 	if (trigger == NULL)
 		return false;
 	st = ingest_state(rel, trigger);
@@ -1075,7 +1229,7 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 		SlotValues	v = slot_values_copy(slot);
 
 		ingest_fill(st, rel, v.values, v.nulls);
-		slot_values_store(slot, v);
+		slot_values_store(slot, v, st);
 	}
 	/* counted once filled: the user's BEFORE triggers and constraints ran first */
 	rows_filled++;
@@ -1104,7 +1258,7 @@ sw_ingest_unfill_slot(TupleTableSlot *slot, const SwFilled *filled)
 	v = slot_values_copy(slot);
 	for (int i = 0; i < filled->natts; i++)
 		v.nulls[filled->atts[i] - 1] = true;
-	slot_values_store(slot, v);
+	slot_values_store(slot, v, NULL);
 }
 
 /* ---------------------------------------------------------------------

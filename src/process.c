@@ -85,6 +85,7 @@
 #include "query.h"
 #include "session.h"
 #include "step_cache.h"
+#include "stream_brin.h"
 #include "version.h"
 #include "watermark.h"
 #include "window.h"
@@ -1188,6 +1189,13 @@ summarize_new_ranges(Oid relid, Oid owner, const char *relname)
 				" AND a.amname OPERATOR(pg_catalog.=) 'brin' AND i.indisvalid",
 				1, types, values, NULL, SPI_OK_SELECT);
 	sw_leave_role(&rcx);
+	/* the stream's own index (stream_brin.c) */
+	{
+		Relation	rel = table_open(relid, NoLock);
+
+		sw_stream_brin_summarize(rel);
+		table_close(rel, NoLock);
+	}
 
 	/*
 	 * The function let its own locks go; ours goes too, or autovacuum,

@@ -311,7 +311,7 @@ is($node->safe_psql('app', q{
 is($node->safe_psql('app', q{
 	SELECT string_agg(pg_get_indexdef(indexrelid), '; ' ORDER BY indexrelid) FROM pg_index
 	 WHERE indrelid = 'clicks'::regclass AND NOT indisunique}),
-	'CREATE INDEX clicks_sw_partition_sw_offset_sw_event_time_idx ON public.clicks USING brin (sw_partition, sw_offset, sw_event_time) '
+	'CREATE INDEX clicks_sw_partition_sw_offset_sw_event_time_idx ON public.clicks USING streamwm_brin (sw_partition, sw_offset, sw_event_time) '
 	  . 'WITH (pages_per_range=\'32\', autosummarize=off)',
 	'the btree on event time became a BRIN index, on offset and event time since 0.3');
 is($node->safe_psql('app', q{
