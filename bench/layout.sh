@@ -2,8 +2,11 @@
 # Where a COPY into a stream spends its time (issue 9: ingest at 0.8 of a
 # plain table): the same COPY of Nexmark bids into
 #   plain      a table with the stream's user columns and sw_write_time
-#   stream     a stream as create_stream makes it: one BRIN index on
-#              (sw_partition, sw_offset, sw_event_time), offsets 64 to a nextval()
+#   stream     a stream as create_stream makes it: one streamwm_brin index
+#              on (sw_partition, sw_offset, sw_event_time) (BRIN brought up to
+#              date at commit), offsets 64 to a nextval()
+#   brin       the same with PostgreSQL's BRIN (a summary look-up a row), as
+#              0.3 made it before streamwm_brin
 #   step1      the same, its sequence stepping by 1 (one nextval() a row)
 #   old        what 0.2 made: a unique key btree (sw_partition, sw_offset)
 #              and a BRIN index on sw_event_time, sequence stepping by 1
@@ -26,7 +29,7 @@ bench_cluster "${settings[@]}"
 cc -O2 -o "$dir/gen" "$here/nexmark/gen.c" -lm
 "$dir/gen" -t bids -r 2174 -d 1000 -s 42 -n "$rows" >"$dir/bids.tsv"
 cols="auction int8, bidder int8, price int8"
-kinds="stream step1 old no_index"
+kinds="stream brin step1 old no_index"
 $PSQL -c "CREATE TABLE plain ($cols, sw_write_time timestamptz)"
 for t in $kinds; do
     $PSQL -c "SELECT streamwm.create_stream('$t', '$cols')" >/dev/null
@@ -36,6 +39,8 @@ for t in $kinds; do
         old) $PSQL -c "SET session_replication_role = replica" -c "ALTER SEQUENCE ${t}_sw_offset_seq INCREMENT BY 1" \
                  -c "DROP INDEX $brin" -c "ALTER TABLE $t ADD UNIQUE (sw_partition, sw_offset)" \
                  -c "CREATE INDEX ON $t USING brin (sw_event_time) WITH (pages_per_range = 32, autosummarize = off)" ;;
+        brin) $PSQL -c "DROP INDEX $brin" \
+                  -c "CREATE INDEX ON $t USING brin (sw_partition, sw_offset, sw_event_time) WITH (pages_per_range = 32, autosummarize = off)" ;;
         no_index) $PSQL -c "DROP INDEX $brin" ;;
     esac
 done

@@ -1,8 +1,8 @@
 -- A local stream's own index is streamwm_brin (src/stream_brin.c): BRIN,
--- but its writers skip the per-row summary update and, as they commit, take
--- the summaries of the block ranges they wrote into away.  Rows that land
--- in a summarised range (space freed by a DELETE and VACUUM) are found by
--- index scans: by their own transaction before it commits, by everyone
+-- but its writers skip the per-row summary look-up and, as they commit,
+-- enter their rows into the block ranges that have a summary.  Rows that
+-- land in a summarised range (space freed by a DELETE and VACUUM) are found
+-- by index scans: by their own transaction before it commits, by everyone
 -- after; and a step processes them.
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
@@ -17,7 +17,8 @@ SELECT a.amname, pg_catalog.pg_get_indexdef(i.indexrelid) ~ 'USING streamwm_brin
  WHERE i.indrelid = 'sb'::regclass;
 SELECT streamwm.create_query('sb_n', 'SELECT count(*) AS n, sum(v) AS s FROM sb',
                              hop => '1 hour', size => '1 hour') IS NOT NULL AS created;
-CREATE TEMP TABLE sb_seen (phase text, n bigint);
+-- n: found through the index; model: by a sequential scan at the same moment
+CREATE TEMP TABLE sb_seen (phase text, n bigint, model bigint);
 
 -- 40 full block ranges of rows, all summarised by VACUUM
 INSERT INTO sb (sw_write_time, v, pad)
@@ -40,24 +41,52 @@ SELECT to_timestamp(2000 + i / 1000.0), 100000 + i, repeat('y', 200) FROM genera
 -- the new rows went into the old ranges (below the table's end)
 SELECT min((ctid::text::point)[0]) < 32 * 30 AS reused FROM sb WHERE v > 100000;
 -- its own transaction finds them through the index
-INSERT INTO sb_seen SELECT 'own', count(*) FROM sb WHERE sw_partition = 0 AND sw_offset > :old_max;
+INSERT INTO sb_seen SELECT 'own', (SELECT count(*) FROM sb WHERE sw_partition = 0 AND sw_offset > :old_max),
+    (SELECT count(*) FROM sb WHERE sw_offset + 0 > :old_max);
 COMMIT;
 -- and so does everyone after the commit
-INSERT INTO sb_seen SELECT 'after', count(*) FROM sb WHERE sw_partition = 0 AND sw_offset > :old_max;
+INSERT INTO sb_seen SELECT 'after', (SELECT count(*) FROM sb WHERE sw_partition = 0 AND sw_offset > :old_max),
+    (SELECT count(*) FROM sb WHERE sw_offset + 0 > :old_max);
 -- also after the ranges were summarised again
 VACUUM sb;
-INSERT INTO sb_seen SELECT 'summarised', count(*) FROM sb WHERE sw_partition = 0 AND sw_offset > :old_max;
+INSERT INTO sb_seen SELECT 'summarised', (SELECT count(*) FROM sb WHERE sw_partition = 0 AND sw_offset > :old_max),
+    (SELECT count(*) FROM sb WHERE sw_offset + 0 > :old_max);
 -- a rolled-back transaction's rows are not found
 BEGIN;
 INSERT INTO sb (sw_write_time, v, pad) SELECT to_timestamp(3000), 200000 + i, 'z' FROM generate_series(1, 100) i;
 ROLLBACK;
-INSERT INTO sb_seen SELECT 'rolled back', count(*) FROM sb WHERE v > 200000;
+INSERT INTO sb_seen SELECT 'rolled back', (SELECT count(*) FROM sb WHERE v > 200000),
+    (SELECT count(*) FROM sb WHERE v + 0 > 200000);
+-- rows one at a time into free space scattered over the table: more runs
+-- of blocks than a transaction keeps apart (commit_order.c, SW_SPAN_RUNS)
 RESET enable_seqscan;
 RESET enable_indexscan;
--- the model: a sequential scan
-SELECT s.phase, s.n, s.n = CASE s.phase WHEN 'rolled back' THEN (SELECT count(*) FROM sb WHERE v > 200000)
-                                        ELSE (SELECT count(*) FROM sb WHERE sw_offset > :old_max) END AS as_seq_scan
-  FROM sb_seen s ORDER BY s.phase;
+-- (free space in every third pair of blocks)
+DELETE FROM sb WHERE v > 100000 AND ((ctid::text::point)[0]::int / 2) % 3 = 0;
+VACUUM sb;
+SELECT max(sw_offset) AS scattered_from FROM sb \gset
+SET enable_seqscan = off;
+SET enable_indexscan = off;
+BEGIN;
+DO $$BEGIN
+    FOR i IN 1..1200 LOOP
+        INSERT INTO sb (sw_write_time, v, pad) VALUES (to_timestamp(2500), 300000 + i, repeat('s', 200));
+    END LOOP;
+END$$;
+SELECT count(*) > 16 AS many_runs
+  FROM (SELECT DISTINCT (ctid::text::point)[0]::int AS b FROM sb WHERE v > 300000) x
+ WHERE NOT EXISTS (SELECT 1 FROM sb WHERE v > 300000 AND (ctid::text::point)[0]::int = x.b - 1);
+INSERT INTO sb_seen SELECT 'scattered, own', (SELECT count(*) FROM sb WHERE sw_partition = 0 AND sw_offset > :scattered_from),
+    (SELECT count(*) FROM sb WHERE sw_offset + 0 > :scattered_from);
+COMMIT;
+INSERT INTO sb_seen SELECT 'scattered, after', (SELECT count(*) FROM sb WHERE sw_partition = 0 AND sw_offset > :scattered_from),
+    (SELECT count(*) FROM sb WHERE sw_offset + 0 > :scattered_from);
+VACUUM sb;
+INSERT INTO sb_seen SELECT 'scattered, summarised', (SELECT count(*) FROM sb WHERE sw_partition = 0 AND sw_offset > :scattered_from),
+    (SELECT count(*) FROM sb WHERE sw_offset + 0 > :scattered_from);
+RESET enable_seqscan;
+RESET enable_indexscan;
+SELECT phase, n, n = model AS as_seq_scan FROM sb_seen ORDER BY phase;
 
 -- a step reads them (the deleted rows are counted as purged)
 -- (a row at 9000 s closes the windows of all the others)
@@ -67,3 +96,54 @@ SELECT sum(n) AS n, sum(s) = (SELECT sum(v) FROM sb) AS sums, (SELECT count(*) F
 SELECT events, purged_rows FROM streamwm.streams WHERE stream = 'sb'::regclass;
 
 SELECT streamwm.drop_stream('sb', cascade => true);
+
+-- A rewrite inside a savepoint that is rolled back brings the table's
+-- storage back, and with it the runs of the rows stored before it; a
+-- parallel worker's scan in the writing transaction finds its rows too (the
+-- leader enters them into the index before the workers start).
+SELECT streamwm.create_stream('sb2', 'v int8, pad text', idle_timeout => '1 hour');
+SELECT streamwm.create_query('sb2_n', 'SELECT count(*) AS n FROM sb2',
+                             hop => '1 hour', size => '1 hour') IS NOT NULL AS created;
+INSERT INTO sb2 (sw_write_time, v, pad)
+SELECT to_timestamp(1000 + i / 1000.0), i, repeat('x', 200) FROM generate_series(1, 20000) i;
+VACUUM sb2;
+DELETE FROM sb2 WHERE v <= 19000;
+VACUUM sb2;
+SELECT max(sw_offset) AS old2 FROM sb2 \gset
+CREATE TEMP TABLE sb2_seen (phase text, n bigint, model bigint);
+BEGIN;
+INSERT INTO sb2 (sw_write_time, v, pad)
+SELECT to_timestamp(2000 + i / 1000.0), 100000 + i, repeat('y', 200) FROM generate_series(1, 5000) i;
+SAVEPOINT a;
+TRUNCATE sb2;
+INSERT INTO sb2 (sw_write_time, v, pad) VALUES (to_timestamp(2500), 1, 'q');
+ROLLBACK TO a;
+SET LOCAL enable_seqscan = off;
+SET LOCAL enable_indexscan = off;
+INSERT INTO sb2_seen SELECT 'savepoint, own', (SELECT count(*) FROM sb2 WHERE sw_partition = 0 AND sw_offset > :old2),
+    (SELECT count(*) FROM sb2 WHERE sw_offset + 0 > :old2);
+COMMIT;
+SET enable_seqscan = off;
+SET enable_indexscan = off;
+INSERT INTO sb2_seen SELECT 'savepoint, after', (SELECT count(*) FROM sb2 WHERE sw_partition = 0 AND sw_offset > :old2),
+    (SELECT count(*) FROM sb2 WHERE sw_offset + 0 > :old2);
+RESET enable_seqscan;
+RESET enable_indexscan;
+DELETE FROM sb2 WHERE v > 100000 AND v % 2 = 0;
+VACUUM sb2;
+SELECT max(sw_offset) AS old3 FROM sb2 \gset
+BEGIN;
+INSERT INTO sb2 (sw_write_time, v, pad)
+SELECT to_timestamp(3000 + i / 1000.0), 200000 + i, repeat('z', 200) FROM generate_series(1, 2000) i;
+SELECT count(*) AS model3 FROM sb2 WHERE sw_offset + 0 > :old3 \gset
+SET LOCAL enable_seqscan = off;
+SET LOCAL enable_indexscan = off;
+SET LOCAL force_parallel_mode = on;
+SET LOCAL parallel_leader_participation = off;
+SELECT count(*) AS parallel_own, count(*) = :model3 AS as_seq_scan FROM sb2 WHERE sw_partition = 0 AND sw_offset > :old3;
+COMMIT;
+SELECT phase, n, n = model AS as_seq_scan FROM sb2_seen ORDER BY phase;
+INSERT INTO sb2 (sw_write_time, v) VALUES (to_timestamp(9000), 0);
+SELECT streamwm.process('sb2', now => to_timestamp(9000));
+SELECT sum(n) AS n, sum(n) = (SELECT count(*) FROM sb2 WHERE v > 0) AS all_counted FROM sb2_n;
+SELECT streamwm.drop_stream('sb2', cascade => true);

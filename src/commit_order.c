@@ -168,11 +168,17 @@ typedef struct SwWriter
 
 /*
  * Where this transaction stored its rows in each local stream table: the
- * first and last heap block, in the table's storage as it was then
- * (relfilenode: a rewrite in the transaction moves every row).  The
- * access method notes each row it stores (stream_am.c), renumbering each
- * version it makes; collect_own_rows() then reads only those blocks, not
- * the stream's key index (a stream need not have one).
+ * first and last heap block, and the runs of blocks in between, in the
+ * table's storage as it was then (relfilenode: a rewrite in the
+ * transaction moves every row).  The access method notes each row it
+ * stores (stream_am.c), renumbering each version it makes;
+ * collect_own_rows() then reads only the span, not the stream's key index
+ * (a stream need not have one), and the stream's own index takes the
+ * summaries of the runs' block ranges away at commit (stream_brin.c).  A
+ * transaction that wrote a row an hour ago and one now, with others'
+ * rows in between, has two short runs.  Runs are merged where they touch;
+ * past SW_SPAN_RUNS, the two closest are merged (a run may then cover
+ * blocks it did not write: that costs, it is never wrong).
  */
 typedef struct SwStoredSpan
 {
@@ -180,6 +186,9 @@ typedef struct SwStoredSpan
 	Oid			relfilenode;
 	BlockNumber first;
 	BlockNumber last;
+	int			nruns;
+	int			cur;			/* the run noted last */
+	BlockNumber runs[SW_SPAN_RUNS][2];
 } SwStoredSpan;
 
 static SwStoredSpan *spans = NULL;
@@ -408,26 +417,31 @@ sw_commit_order_note(Oid relid, Oid table, Oid log, Oid seqoid, int32 partition,
 	took(w, offset, current_writer());
 }
 
-/* This transaction's span in 'table', or NULL. */
+static void note_run(SwStoredSpan *sp, BlockNumber blk);
+
+/* This transaction's span in 'table' as stored in 'relfilenode', or NULL. */
 static SwStoredSpan *
-span_of(Oid table)
+span_of(Oid table, Oid relfilenode)
 {
 	for (int i = 0; i < nspans; i++)
-		if (spans[i].table == table)
+		if (spans[i].table == table && spans[i].relfilenode == relfilenode)
 			return &spans[i];
 	return NULL;
 }
 
 /*
  * The stream's access method stored a row of this transaction at 'tid' of
- * 'rel' (or renumbering stored a row's new version there).
+ * 'rel' (or renumbering stored a row's new version there).  Each storage of
+ * the table (relfilenode) has its own span: a rewrite moves the rows
+ * stored before into new storage, and a rewrite inside a savepoint rolled
+ * back brings the old storage back, with its span.
  */
 void
 sw_commit_order_stored(Relation rel, ItemPointer tid)
 {
 	Oid			table = RelationGetRelid(rel);
 	BlockNumber blk = ItemPointerGetBlockNumber(tid);
-	SwStoredSpan *sp = span_of(table);
+	SwStoredSpan *sp = span_of(table, rel->rd_node.relNode);
 
 	if (sp == NULL)
 	{
@@ -442,32 +456,129 @@ sw_commit_order_stored(Relation rel, ItemPointer tid)
 		sp->table = table;
 		sp->relfilenode = rel->rd_node.relNode;
 		sp->first = sp->last = blk;
-	}
-	else if (sp->relfilenode != rel->rd_node.relNode)
-	{
-		/* rewritten since: the blocks noted before say nothing any more */
-		sp->relfilenode = InvalidOid;
+		sp->nruns = 1;
+		sp->cur = 0;
+		sp->runs[0][0] = sp->runs[0][1] = blk;
+		return;
 	}
 	if (blk < sp->first)
 		sp->first = blk;
 	if (blk > sp->last)
 		sp->last = blk;
+	note_run(sp, blk);
+}
+
+/* Note block 'blk' in the runs of *sp. */
+static void
+note_run(SwStoredSpan *sp, BlockNumber blk)
+{
+	BlockNumber (*r)[2] = sp->runs;
+	int			best = -1;
+	uint64		best_gap = PG_UINT64_MAX;
+
+	/* almost always: in or just after the run noted last */
+	if (blk >= r[sp->cur][0] && blk <= (uint64) r[sp->cur][1] + 1)
+	{
+		if (blk > r[sp->cur][1])
+			r[sp->cur][1] = blk;
+		return;
+	}
+	for (int i = 0; i < sp->nruns; i++)
+		if ((uint64) blk + 1 >= r[i][0] && blk <= (uint64) r[i][1] + 1)
+		{
+			r[i][0] = Min(r[i][0], blk);
+			r[i][1] = Max(r[i][1], blk);
+			sp->cur = i;
+			return;
+		}
+	if (sp->nruns == SW_SPAN_RUNS)
+	{
+		/* merge the two runs closest to each other (j starting after i) */
+		int			other = 1;
+
+		best = 0;
+		for (int i = 0; i < sp->nruns; i++)
+			for (int j = 0; j < sp->nruns; j++)
+			{
+				uint64		gap;
+
+				if (i == j || r[j][0] < r[i][0])
+					continue;
+				gap = r[j][0] > r[i][1] ? r[j][0] - r[i][1] : 0;
+				if (gap < best_gap)
+				{
+					best_gap = gap;
+					best = i;
+					other = j;
+				}
+			}
+		r[best][0] = Min(r[best][0], r[other][0]);
+		r[best][1] = Max(r[best][1], r[other][1]);
+		r[other][0] = r[sp->nruns - 1][0];
+		r[other][1] = r[sp->nruns - 1][1];
+		sp->nruns--;
+	}
+	r[sp->nruns][0] = r[sp->nruns][1] = blk;
+	sp->cur = sp->nruns++;
 }
 
 /*
- * The blocks this transaction stored rows of 'rel' in through the stream's
- * access method, if known (also for stream_brin.c).
+ * The blocks of its present storage this transaction stored rows of 'rel'
+ * in, if that is all of them: not if it stored rows in storage the table
+ * had before (a rewrite since moved them).
  */
-bool
-sw_commit_order_own_span(Relation rel, BlockNumber *first, BlockNumber *last)
+static bool
+stored_span(Relation rel, BlockNumber *first, BlockNumber *last)
 {
-	SwStoredSpan *sp = nspans == 0 ? NULL : span_of(RelationGetRelid(rel));
+	SwStoredSpan *sp = nspans == 0 ? NULL : span_of(RelationGetRelid(rel), rel->rd_node.relNode);
 
-	if (sp == NULL || sp->relfilenode != rel->rd_node.relNode)
+	if (sp == NULL)
 		return false;
+	for (SwStoredSpan *earlier = spans; earlier < sp; earlier++)
+		if (earlier->table == sp->table)
+			return false;
 	*first = sp->first;
 	*last = sp->last;
 	return true;
+}
+
+/*
+ * The runs of blocks this transaction stored rows of 'rel' in through the
+ * stream's access method, into runs[] (SW_SPAN_RUNS of them at most): how
+ * many, 0 if not known (stream_brin.c).
+ */
+int
+sw_commit_order_own_runs(Relation rel, BlockNumber runs[][2])
+{
+	SwStoredSpan *sp = nspans == 0 ? NULL : span_of(RelationGetRelid(rel), rel->rd_node.relNode);
+
+	if (sp == NULL)
+		return 0;
+	memcpy(runs, sp->runs, sp->nruns * sizeof(sp->runs[0]));
+	return sp->nruns;
+}
+
+/* Did this transaction store rows in a stream table through the access method? */
+bool
+sw_commit_order_stored_any(void)
+{
+	return nspans > 0;
+}
+
+/* Did this transaction store a row of 'rel' in block 'blk' (as far as known)? */
+bool
+sw_commit_order_owns_block(Relation rel, BlockNumber blk)
+{
+	SwStoredSpan *sp = nspans == 0 ? NULL : span_of(RelationGetRelid(rel), rel->rd_node.relNode);
+
+	if (sp == NULL)
+		return false;
+	if (blk >= sp->runs[sp->cur][0] && blk <= sp->runs[sp->cur][1])
+		return true;
+	for (int i = 0; i < sp->nruns; i++)
+		if (blk >= sp->runs[i][0] && blk <= sp->runs[i][1])
+			return true;
+	return false;
 }
 
 /*
@@ -862,7 +973,7 @@ collect_own_rows(int w, OwnRow **rows, int64 *n, int64 *cap)
 		index_endscan(scan);
 		index_close(idx, AccessShareLock);
 	}
-	else if (sw_commit_order_own_span(rel, &first, &last))
+	else if (stored_span(rel, &first, &last))
 	{
 		/* the blocks the access method stored them in */
 		ItemPointerData lo;
@@ -1523,25 +1634,32 @@ commit_locks(bool take)
 }
 
 /*
- * No row of this transaction is stored after this: the stream's own BRIN
- * indexes, which skipped its rows (stream_brin.c), lose the summaries of
- * the block ranges they went to.
+ * The stream tables this transaction stored rows in through the access
+ * method: the stream's own BRIN indexes, which skipped those rows, are
+ * brought up to date (stream_brin.c).  At commit, when no row of it is
+ * stored any more, and before a parallel query (its workers do not know
+ * this backend's runs).
  */
-static void
-brin_commit(void)
+void
+sw_commit_order_flush_indexes(void)
 {
 	for (int i = 0; i < nspans; i++)
 	{
 		Relation	rel;
-		BlockNumber first;
-		BlockNumber last;
+		BlockNumber runs[SW_SPAN_RUNS][2];
+		int			nruns;
 
 		/* a table dropped in this very transaction took its rows along */
 		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(spans[i].table)))
 			continue;
 		rel = table_open(spans[i].table, NoLock);
-		if (sw_commit_order_own_span(rel, &first, &last))
-			sw_stream_brin_commit(rel, first, last);
+		/* the span of its present storage: an earlier one's rows moved */
+		if (rel->rd_node.relNode == spans[i].relfilenode)
+		{
+			nruns = sw_commit_order_own_runs(rel, runs);
+			if (nruns > 0)
+				sw_stream_brin_flush(rel, runs, nruns);
+		}
 		table_close(rel, NoLock);
 	}
 }
@@ -1593,7 +1711,7 @@ order_commit(void)
 		renumber_overtaken();
 	}
 
-	brin_commit();
+	sw_commit_order_flush_indexes();
 
 	arrival = GetCurrentTimestamp();
 	for (int i = 0; i < nwrites; i++)

@@ -23,7 +23,12 @@ extern bool sw_commit_order_wrote(Oid relid);
 extern void sw_commit_order_note(Oid relid, Oid table, Oid log, Oid seqoid, int32 partition,
 								 int64 offset);
 extern void sw_commit_order_stored(Relation rel, ItemPointer tid);
-extern bool sw_commit_order_own_span(Relation rel, BlockNumber *first, BlockNumber *last);
+/* the runs of blocks a transaction's rows went to, per stream table */
+#define SW_SPAN_RUNS 16
+extern int	sw_commit_order_own_runs(Relation rel, BlockNumber runs[][2]);
+extern bool sw_commit_order_owns_block(Relation rel, BlockNumber blk);
+extern void sw_commit_order_flush_indexes(void);
+extern bool sw_commit_order_stored_any(void);
 extern int64 sw_take_offset(Oid seqoid);
 extern int64 sw_shard_offset(Oid seqoid, Oid log, int32 partition, char *mode);
 extern int	sw_pick_free_partition(Oid relid, int npartitions, int start, bool *claimed);

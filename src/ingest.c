@@ -1153,7 +1153,6 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 {
 	IngestState *st;
 	Trigger    *trigger;
-	TriggerDesc *trigdesc;
 	char		tgenabled;
 
 	/*
@@ -1165,7 +1164,6 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 	if (trigger == NULL)
 		return false;
 	tgenabled = trigger->tgenabled;
-	trigdesc = rel->trigdesc;
 
 	/*
 	 * ... and only when the trigger would fire on INSERT: as the insert
@@ -1181,12 +1179,9 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 	 * The relcache's trigger description is gone once anything read the
 	 * catalogs and accepted an invalidation of the relation (autovacuum's
 	 * statistics are enough): found again after the check above, and
-	 * ingest_state() copies it before it reads the catalogs.  (A rebuilt
-	 * entry whose triggers are unchanged keeps its description: the same
-	 * pointer, its triggers where they were.)
+	 * ingest_state() copies it before it reads the catalogs.
 	 */
-	if (rel->trigdesc != trigdesc)
-		trigger = find_ingest_trigger(rel);
+	trigger = find_ingest_trigger(rel);
 	if (trigger == NULL)
 		return false;
 	st = ingest_state(rel, trigger);

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  * stream_brin.c
  *	  Owns the index access method of a local stream's own index,
- *	  streamwm_brin: PostgreSQL's BRIN, whose summaries the stream's writers
- *	  bring up to date once per block range when they commit, instead of
- *	  once per row as they insert.
+ *	  streamwm_brin: PostgreSQL's BRIN, into which the stream's writers
+ *	  enter their rows when they commit, and only where a block range has a
+ *	  summary, instead of looking each row's range up as they insert.
  *
  * Why.  BRIN's aminsert looks up the summary of the row's block range for
  * every row (the index's metapage and a revmap page: two buffer lookups),
@@ -13,29 +13,31 @@
  * How.  The access method is BRIN's own routine but for two callbacks:
  *
  * - aminsert skips a row that the stream's table access method stored in
- *	 this transaction, within the span of blocks the transaction noted for
- *	 the table (commit_order.c, sw_commit_order_stored).  Any other row
- *	 (stored as given under session_replication_role = replica, or written
- *	 after a rewrite in the same transaction) goes through BRIN's aminsert.
+ *	 this transaction, within the runs of blocks the transaction noted for
+ *	 the table's present storage (commit_order.c, sw_commit_order_stored),
+ *	 when the index's keys are plain columns and it has no predicate.  Any
+ *	 other row (stored as given under session_replication_role = replica,
+ *	 or into other storage) goes through BRIN's aminsert.
  *
  * - Before the transaction commits (commit_order.c, after renumbering,
- *	 when no row of it can be stored any more), sw_stream_brin_commit()
- *	 takes the summary away from every block range of the span
- *	 (brinRevmapDesummarizeRange: a range without a summary matches every
- *	 scan).  A summary made meanwhile by a step or VACUUM may lack rows of
- *	 this transaction stored after it scanned their page; it is gone before
- *	 the rows are visible.  A summary made after that sees the rows on
- *	 their pages (summarisation reads tuples of transactions in progress).
- *	 Steps summarise the ranges again (sw_stream_brin_summarize).
+ *	 when no row of it can be stored any more), sw_stream_brin_flush() looks
+ *	 up each block range of those runs once, and enters the transaction's
+ *	 rows in the ranges that have a summary, or a summarisation's
+ *	 placeholder, with BRIN's own aminsert: what BRIN would have done for
+ *	 them at insert time, late.  A range without a summary needs nothing: a
+ *	 summary made later reads the rows on their pages (summarisation reads
+ *	 rows of transactions in progress); one being made now has its
+ *	 placeholder widened, which the summarisation takes into its result, as
+ *	 with any insert.  Other transactions see the rows only after the
+ *	 commit, so every scan of theirs finds them.
  *
  * - Until it commits, a transaction sees its own rows; amgetbitmap adds the
- *	 pages of its span to what BRIN found, so that its own queries on the
- *	 stream never miss them.
+ *	 pages of its runs to what BRIN found, so that its own queries on the
+ *	 stream never miss them.  A parallel worker does not know the runs of
+ *	 the transaction's leader: before a parallel query, the leader flushes
+ *	 as at commit (ExecutorStart).
  *
- * Other transactions' uncommitted rows are invisible to every reader, and
- * nothing reads a BRIN index with a dirty snapshot.  So every scan finds
- * what BRIN with per-row inserts would find.  The operator classes are
- * BRIN's minmax ones (the extension's SQL script).
+ * The operator classes are BRIN's minmax ones (the extension's script).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -45,11 +47,20 @@
 #include "access/brin_internal.h"
 #include "access/brin_revmap.h"
 #include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/parallel.h"
 #include "access/relscan.h"
-#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/index.h"
 #include "commands/defrem.h"
+#include "executor/executor.h"
 #include "miscadmin.h"
+#include "nodes/execnodes.h"
 #include "nodes/tidbitmap.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/datum.h"
 #include "utils/fmgrprotos.h"
 #include "utils/rel.h"
 
@@ -58,16 +69,22 @@
 
 PG_FUNCTION_INFO_V1(streamwm_brin_handler);
 
+static ExecutorStart_hook_type prev_executor_start = NULL;
+
+/* Are the index's keys plain columns, without a predicate? */
+static bool
+plain_keys(IndexInfo *info)
+{
+	return info->ii_Expressions == NIL && info->ii_Predicate == NIL;
+}
+
 static bool
 stream_brin_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid,
 				   Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
 				   IndexInfo *indexInfo)
 {
-	BlockNumber first;
-	BlockNumber last;
-	BlockNumber blk = ItemPointerGetBlockNumber(heap_tid);
-
-	if (sw_commit_order_own_span(heap, &first, &last) && blk >= first && blk <= last)
+	if (plain_keys(indexInfo) &&
+		sw_commit_order_owns_block(heap, ItemPointerGetBlockNumber(heap_tid)))
 		return false;
 	return brininsert(index, values, isnull, heap_tid, heap, checkUnique,
 					  indexUnchanged, indexInfo);
@@ -77,20 +94,24 @@ static int64
 stream_brin_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
 	int64		found = bringetbitmap(scan, tbm);
-	Relation	heap = RelationIdGetRelation(scan->indexRelation->rd_index->indrelid);
-	BlockNumber first;
-	BlockNumber last;
+	Relation	heap;
+	BlockNumber runs[SW_SPAN_RUNS][2];
+	int			nruns;
 
+	if (!sw_commit_order_stored_any())
+		return found;
+	heap = RelationIdGetRelation(scan->indexRelation->rd_index->indrelid);
 	if (!RelationIsValid(heap))
 		return found;
-	if (sw_commit_order_own_span(heap, &first, &last))
-	{
-		for (BlockNumber blk = first; blk <= last; blk++)
+	nruns = sw_commit_order_own_runs(heap, runs);
+	for (int i = 0; i < nruns; i++)
+		for (BlockNumber blk = runs[i][0]; blk <= runs[i][1]; blk++)
 		{
 			tbm_add_page(tbm, blk);
 			found += 10;		/* bringetbitmap's estimate per page */
+			if (blk == MaxBlockNumber)
+				break;
 		}
-	}
 	RelationClose(heap);
 	return found;
 }
@@ -114,13 +135,92 @@ is_stream_brin(Relation index)
 	return OidIsValid(am) && index->rd_rel->relam == am;
 }
 
+/* Has the block range starting at 'start' a summary (or a placeholder)? */
+static bool
+range_summarized(BrinRevmap *revmap, BlockNumber start)
+{
+	Buffer		buf = InvalidBuffer;
+	OffsetNumber off;
+	Size		size;
+	BrinTuple  *tup;
+
+	tup = brinGetTupleForHeapBlock(revmap, start, &buf, &off, &size,
+								   BUFFER_LOCK_SHARE, NULL);
+	if (tup != NULL)
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+	if (BufferIsValid(buf))
+		ReleaseBuffer(buf);
+	return tup != NULL;
+}
+
 /*
- * The transaction is about to commit the rows it stored in blocks
- * first..last of 'heap' (locked by the inserts): take the summaries of
- * those block ranges away in the table's streamwm_brin indexes.
+ * Enter this transaction's rows in blocks first..last of 'heap' into
+ * 'index' with BRIN's aminsert.  The rows are read from the page first,
+ * then entered, the page let go meanwhile.
+ */
+static void
+enter_own_rows(Relation heap, Relation index, IndexInfo *info,
+			   BlockNumber first, BlockNumber last)
+{
+	int			nkeys = info->ii_NumIndexAttrs;
+	Datum	   *values = palloc(MaxHeapTuplesPerPage * nkeys * sizeof(Datum));
+	bool	   *isnull = palloc(MaxHeapTuplesPerPage * nkeys * sizeof(bool));
+	ItemPointerData *tids = palloc(MaxHeapTuplesPerPage * sizeof(ItemPointerData));
+	TupleDesc	desc = RelationGetDescr(heap);
+	BlockNumber nblocks = RelationGetNumberOfBlocks(heap);
+
+	for (BlockNumber blk = first; blk <= last && blk < nblocks; blk++)
+	{
+		Buffer		buf = ReadBuffer(heap, blk);
+		Page		page;
+		int			n = 0;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		for (OffsetNumber off = FirstOffsetNumber; off <= PageGetMaxOffsetNumber(page); off++)
+		{
+			ItemId		lp = PageGetItemId(page, off);
+			HeapTupleData tup;
+
+			if (!ItemIdIsNormal(lp))
+				continue;
+			tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+			tup.t_len = ItemIdGetLength(lp);
+			tup.t_tableOid = RelationGetRelid(heap);
+			ItemPointerSet(&tup.t_self, blk, off);
+			if (HeapTupleHeaderXminInvalid(tup.t_data) ||
+				!TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetRawXmin(tup.t_data)))
+				continue;
+			for (int k = 0; k < nkeys; k++)
+			{
+				Datum		d = heap_getattr(&tup, info->ii_IndexAttrNumbers[k], desc,
+											 &isnull[n * nkeys + k]);
+
+				/* the index's keys are fixed-length by-value columns or copied */
+				values[n * nkeys + k] = isnull[n * nkeys + k] ? (Datum) 0 :
+					datumCopy(d, TupleDescAttr(desc, info->ii_IndexAttrNumbers[k] - 1)->attbyval,
+							  TupleDescAttr(desc, info->ii_IndexAttrNumbers[k] - 1)->attlen);
+			}
+			tids[n++] = tup.t_self;
+		}
+		UnlockReleaseBuffer(buf);
+		for (int i = 0; i < n; i++)
+			brininsert(index, &values[i * nkeys], &isnull[i * nkeys], &tids[i], heap,
+					   UNIQUE_CHECK_NO, false, info);
+		CHECK_FOR_INTERRUPTS();
+	}
+	pfree(values);
+	pfree(isnull);
+	pfree(tids);
+}
+
+/*
+ * Bring the table's streamwm_brin indexes up to date with the rows this
+ * transaction stored in runs[0..nruns-1] of 'heap' (locked by the inserts),
+ * which their aminsert skipped: see the file header.
  */
 void
-sw_stream_brin_commit(Relation heap, BlockNumber first, BlockNumber last)
+sw_stream_brin_flush(Relation heap, BlockNumber runs[][2], int nruns)
 {
 	List	   *indexes = RelationGetIndexList(heap);
 	ListCell   *lc;
@@ -128,23 +228,61 @@ sw_stream_brin_commit(Relation heap, BlockNumber first, BlockNumber last)
 	foreach(lc, indexes)
 	{
 		Relation	index = index_open(lfirst_oid(lc), RowExclusiveLock);
+		IndexInfo  *info;
+		BrinRevmap *revmap;
+		BlockNumber per_range;
 
-		if (is_stream_brin(index))
+		if (!is_stream_brin(index) || !index->rd_index->indisready)
 		{
-			BlockNumber per_range = BrinGetPagesPerRange(index);
-
-			for (BlockNumber start = first - first % per_range; start <= last; start += per_range)
+			index_close(index, RowExclusiveLock);
+			continue;
+		}
+		info = BuildIndexInfo(index);
+		if (!plain_keys(info))
+		{
+			index_close(index, RowExclusiveLock);
+			continue;
+		}
+		revmap = brinRevmapInitialize(index, &per_range, NULL);
+		for (int i = 0; i < nruns; i++)
+			for (BlockNumber start = runs[i][0] - runs[i][0] % per_range;
+				 start <= runs[i][1]; start += per_range)
 			{
-				/* false while the range is being summarised: wait for it to end */
-				while (!brinRevmapDesummarizeRange(index, start))
-					CHECK_FOR_INTERRUPTS();
+				if (range_summarized(revmap, start))
+					enter_own_rows(heap, index, info,
+								   Max(start, runs[i][0]),
+								   Min(start + (per_range - 1), runs[i][1]));
 				if (start > MaxBlockNumber - per_range)
 					break;
 			}
-		}
+		brinRevmapTerminate(revmap);
 		index_close(index, RowExclusiveLock);
 	}
 	list_free(indexes);
+}
+
+/*
+ * Before a parallel query, the rows this transaction stored go into the
+ * indexes: the workers' scans cannot add this backend's runs.
+ */
+static void
+stream_brin_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	if (queryDesc->plannedstmt->parallelModeNeeded && !IsParallelWorker() &&
+		sw_commit_order_stored_any() && IsTransactionState())
+		sw_commit_order_flush_indexes();
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
+/* Called from _PG_init. */
+void
+sw_stream_brin_init(void)
+{
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = stream_brin_executor_start;
 }
 
 /*
@@ -164,12 +302,13 @@ sw_stream_brin_summarize(Relation heap)
 
 	foreach(lc, indexes)
 	{
-		Relation	index = index_open(lfirst_oid(lc), ShareUpdateExclusiveLock);
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
 
 		if (is_stream_brin(index) && index->rd_index->indisvalid)
 		{
 			IndexVacuumInfo info = {0};
 
+			LockRelationOid(RelationGetRelid(index), ShareUpdateExclusiveLock);
 			info.index = index;
 			info.analyze_only = false;
 			info.report_progress = false;
@@ -179,7 +318,7 @@ sw_stream_brin_summarize(Relation heap)
 			info.strategy = NULL;
 			pfree(index_vacuum_cleanup(&info, NULL));
 		}
-		index_close(index, ShareUpdateExclusiveLock);
+		index_close(index, AccessShareLock);
 	}
 	list_free(indexes);
 }

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  * stream_brin.h
- *	  A local stream's own index: BRIN brought up to date at commit
+ *	  A local stream's own index: BRIN whose writers enter their rows at commit
  *	  (stream_brin.c).
  *-------------------------------------------------------------------------
  */
@@ -10,7 +10,8 @@
 #include "storage/block.h"
 #include "utils/relcache.h"
 
-extern void sw_stream_brin_commit(Relation heap, BlockNumber first, BlockNumber last);
+extern void sw_stream_brin_init(void);
+extern void sw_stream_brin_flush(Relation heap, BlockNumber runs[][2], int nruns);
 extern void sw_stream_brin_summarize(Relation heap);
 
 #endif							/* STREAMWM_STREAM_BRIN_H */

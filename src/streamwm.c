@@ -21,6 +21,7 @@
 #include "commit_order.h"
 #include "limit.h"
 #include "pane.h"
+#include "stream_brin.h"
 #include "worker.h"
 #include "worker_coord.h"
 
@@ -59,6 +60,7 @@ _PG_init(void)
 		return;
 
 	sw_commit_order_init();
+	sw_stream_brin_init();
 	sw_citus_init();
 	sw_pane_init();
 	prev_ProcessUtility = ProcessUtility_hook;

@@ -52,7 +52,9 @@ dir=$(mktemp -d /tmp/streamwm-pg.XXXXXX)
 trap 'cluster_stop "$dir"; rm -rf "$dir"' EXIT
 preload="shared_preload_libraries = 'streamwm'"
 [ "${PRELOAD:-1}" = 1 ] || preload=""
-if ! cluster_start "$dir" "$preload"; then
+# room for parallel workers beside streamwm's own (sql/stream_brin.sql scans
+# a stream in a parallel worker)
+if ! cluster_start "$dir" "$preload" "max_worker_processes = 16"; then
     echo "could not start the test cluster"
     echo "0 passed, 1 failed"
     exit 1
