@@ -71,6 +71,7 @@ started=$(date +%s)
 settings=("shared_preload_libraries = 'streamwm'" "shared_buffers = '1GB'" "max_wal_size = '8GB'"
           "synchronous_commit = off" "streamwm.query_timeout = 0")
 [ -n "${BATCH_SIZE:-}" ] && settings+=("streamwm.batch_size = $BATCH_SIZE")
+[ -n "${EXTRA_SETTING:-}" ] && settings+=("$EXTRA_SETTING")   # one more postgresql.conf line
 bench_cluster "${settings[@]}"
 now_ns() { date +%s%N; }
 

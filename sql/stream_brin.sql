@@ -20,10 +20,11 @@ SELECT streamwm.create_query('sb_n', 'SELECT count(*) AS n, sum(v) AS s FROM sb'
 -- n: found through the index; model: by a sequential scan at the same moment
 CREATE TEMP TABLE sb_seen (phase text, n bigint, model bigint);
 
--- 40 full block ranges of rows, all summarised by VACUUM
+-- 40 full block ranges of rows, all summarised by a step (VACUUM leaves
+-- the index to steps: stream_brin.c)
 INSERT INTO sb (sw_write_time, v, pad)
 SELECT to_timestamp(1000 + i / 1000.0), i, repeat('x', 200) FROM generate_series(1, 40000) i;
-VACUUM sb;
+SELECT streamwm.process('sb', now => to_timestamp(1000));
 SELECT pg_relation_size('sb') / 8192 >= 32 * 30 AS blocks;
 
 -- free the space of the old rows: new rows go into summarised ranges
@@ -47,8 +48,8 @@ COMMIT;
 -- and so does everyone after the commit
 INSERT INTO sb_seen SELECT 'after', (SELECT count(*) FROM sb WHERE sw_partition = 0 AND sw_offset > :old_max),
     (SELECT count(*) FROM sb WHERE sw_offset + 0 > :old_max);
--- also after the ranges were summarised again
-VACUUM sb;
+-- also after the ranges were summarised again (by a step)
+SELECT streamwm.process('sb', now => to_timestamp(1000));
 INSERT INTO sb_seen SELECT 'summarised', (SELECT count(*) FROM sb WHERE sw_partition = 0 AND sw_offset > :old_max),
     (SELECT count(*) FROM sb WHERE sw_offset + 0 > :old_max);
 -- a rolled-back transaction's rows are not found
@@ -81,18 +82,21 @@ INSERT INTO sb_seen SELECT 'scattered, own', (SELECT count(*) FROM sb WHERE sw_p
 COMMIT;
 INSERT INTO sb_seen SELECT 'scattered, after', (SELECT count(*) FROM sb WHERE sw_partition = 0 AND sw_offset > :scattered_from),
     (SELECT count(*) FROM sb WHERE sw_offset + 0 > :scattered_from);
-VACUUM sb;
+SELECT streamwm.process('sb', now => to_timestamp(1000));
 INSERT INTO sb_seen SELECT 'scattered, summarised', (SELECT count(*) FROM sb WHERE sw_partition = 0 AND sw_offset > :scattered_from),
     (SELECT count(*) FROM sb WHERE sw_offset + 0 > :scattered_from);
 RESET enable_seqscan;
 RESET enable_indexscan;
 SELECT phase, n, n = model AS as_seq_scan FROM sb_seen ORDER BY phase;
 
--- a step reads them (the deleted rows are counted as purged)
+-- a step reads them
 -- (a row at 9000 s closes the windows of all the others)
 INSERT INTO sb (sw_write_time, v) VALUES (to_timestamp(9000), 0);
 SELECT streamwm.process('sb', now => to_timestamp(9000));
-SELECT sum(n) AS n, sum(s) = (SELECT sum(v) FROM sb) AS sums, (SELECT count(*) FROM sb WHERE v > 0) AS rows FROM sb_n;
+-- every committed row was read by a step before any DELETE: 40,000 + 5,000 + 1,200
+SELECT sum(n) AS n, sum(s) = (SELECT sum(i) FROM generate_series(1, 40000) i)
+                           + (SELECT sum(i) FROM generate_series(100001, 105000) i)
+                           + (SELECT sum(i) FROM generate_series(300001, 301200) i) AS sums FROM sb_n;
 SELECT events, purged_rows FROM streamwm.streams WHERE stream = 'sb'::regclass;
 
 SELECT streamwm.drop_stream('sb', cascade => true);
@@ -106,7 +110,7 @@ SELECT streamwm.create_query('sb2_n', 'SELECT count(*) AS n FROM sb2',
                              hop => '1 hour', size => '1 hour') IS NOT NULL AS created;
 INSERT INTO sb2 (sw_write_time, v, pad)
 SELECT to_timestamp(1000 + i / 1000.0), i, repeat('x', 200) FROM generate_series(1, 20000) i;
-VACUUM sb2;
+SELECT streamwm.process('sb2', now => to_timestamp(1000));
 DELETE FROM sb2 WHERE v <= 19000;
 VACUUM sb2;
 SELECT max(sw_offset) AS old2 FROM sb2 \gset
@@ -142,8 +146,37 @@ SET LOCAL force_parallel_mode = on;
 SET LOCAL parallel_leader_participation = off;
 SELECT count(*) AS parallel_own, count(*) = :model3 AS as_seq_scan FROM sb2 WHERE sw_partition = 0 AND sw_offset > :old3;
 COMMIT;
+-- ALTER TABLE ... SET TABLESPACE copies the table block by block into new
+-- storage and keeps its indexes: the rows stored before it are where they
+-- were, and are entered at commit like those stored after
+SELECT streamwm.process('sb2', now => to_timestamp(1000));
+DELETE FROM sb2 WHERE v > 200000 AND v % 2 = 0;
+VACUUM sb2;
+SELECT max(sw_offset) AS old4 FROM sb2 \gset
+SET allow_in_place_tablespaces = true;
+CREATE TABLESPACE sb_space LOCATION '';
+BEGIN;
+INSERT INTO sb2 (sw_write_time, v, pad)
+SELECT to_timestamp(3500 + i / 1000.0), 400000 + i, repeat('t', 200) FROM generate_series(1, 1500) i;
+ALTER TABLE sb2 SET TABLESPACE sb_space;
+INSERT INTO sb2 (sw_write_time, v, pad)
+SELECT to_timestamp(3502 + i / 1000.0), 401500 + i, repeat('t', 200) FROM generate_series(1, 1500) i;
+SET LOCAL enable_seqscan = off;
+SET LOCAL enable_indexscan = off;
+INSERT INTO sb2_seen SELECT 'tablespace, own', (SELECT count(*) FROM sb2 WHERE sw_partition = 0 AND sw_offset > :old4),
+    (SELECT count(*) FROM sb2 WHERE sw_offset + 0 > :old4);
+COMMIT;
+SET enable_seqscan = off;
+SET enable_indexscan = off;
+INSERT INTO sb2_seen SELECT 'tablespace, after', (SELECT count(*) FROM sb2 WHERE sw_partition = 0 AND sw_offset > :old4),
+    (SELECT count(*) FROM sb2 WHERE sw_offset + 0 > :old4);
+RESET enable_seqscan;
+RESET enable_indexscan;
 SELECT phase, n, n = model AS as_seq_scan FROM sb2_seen ORDER BY phase;
 INSERT INTO sb2 (sw_write_time, v) VALUES (to_timestamp(9000), 0);
 SELECT streamwm.process('sb2', now => to_timestamp(9000));
-SELECT sum(n) AS n, sum(n) = (SELECT count(*) FROM sb2 WHERE v > 0) AS all_counted FROM sb2_n;
+-- 20,000 read before the DELETE; of the 5,000, the 2,500 deleted before a
+-- step read them are purged; 2,000 and 3,000 more
+SELECT sum(n) AS n, sum(n) = 20000 + 2500 + 2000 + 3000 AS all_counted FROM sb2_n;
 SELECT streamwm.drop_stream('sb2', cascade => true);
+DROP TABLESPACE sb_space;

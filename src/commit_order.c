@@ -543,19 +543,34 @@ stored_span(Relation rel, BlockNumber *first, BlockNumber *last)
 }
 
 /*
- * The runs of blocks this transaction stored rows of 'rel' in through the
- * stream's access method, into runs[] (SW_SPAN_RUNS of them at most): how
- * many, 0 if not known (stream_brin.c).
+ * The runs of blocks this transaction stored rows of table 'table' in
+ * through the stream's access method, in any storage the table had: a
+ * palloc'd array, and how many (stream_brin.c).  The runs of earlier
+ * storage count too: ALTER TABLE ... SET TABLESPACE copies the table block
+ * by block into new storage and keeps its indexes, so the rows are where
+ * they were; after a rewrite that moved them (and rebuilt the indexes),
+ * the blocks are merely looked at for nothing.
  */
 int
-sw_commit_order_own_runs(Relation rel, BlockNumber runs[][2])
+sw_commit_order_own_runs(Oid table, BlockNumber (**runs)[2])
 {
-	SwStoredSpan *sp = nspans == 0 ? NULL : span_of(RelationGetRelid(rel), rel->rd_node.relNode);
+	int			n = 0;
 
-	if (sp == NULL)
+	*runs = NULL;
+	for (int i = 0; i < nspans; i++)
+		if (spans[i].table == table)
+			n += spans[i].nruns;
+	if (n == 0)
 		return 0;
-	memcpy(runs, sp->runs, sp->nruns * sizeof(sp->runs[0]));
-	return sp->nruns;
+	*runs = palloc(n * sizeof(spans[0].runs[0]));
+	n = 0;
+	for (int i = 0; i < nspans; i++)
+		if (spans[i].table == table)
+		{
+			memcpy(&(*runs)[n], spans[i].runs, spans[i].nruns * sizeof(spans[i].runs[0]));
+			n += spans[i].nruns;
+		}
+	return n;
 }
 
 /* Did this transaction store rows in a stream table through the access method? */
@@ -1635,32 +1650,45 @@ commit_locks(bool take)
 
 /*
  * The stream tables this transaction stored rows in through the access
- * method: the stream's own BRIN indexes, which skipped those rows, are
- * brought up to date (stream_brin.c).  At commit, when no row of it is
- * stored any more, and before a parallel query (its workers do not know
- * this backend's runs).
+ * method ('only': those of them, when not NIL): the stream's own BRIN
+ * indexes, which skipped those rows, are brought up to date (stream_brin.c).
+ * At commit, when no row of it is stored any more, and before a parallel
+ * query (its workers do not know this backend's runs).  A table this
+ * transaction no longer holds a lock on stored rows only in subtransactions
+ * that rolled back (their locks went with them): its rows are dead.
  */
 void
-sw_commit_order_flush_indexes(void)
+sw_commit_order_flush_indexes(List *only)
 {
 	for (int i = 0; i < nspans; i++)
 	{
+		Oid			table = spans[i].table;
 		Relation	rel;
-		BlockNumber runs[SW_SPAN_RUNS][2];
+		BlockNumber (*runs)[2];
 		int			nruns;
+		bool		done = false;
 
-		/* a table dropped in this very transaction took its rows along */
-		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(spans[i].table)))
+		/* each table once */
+		for (int j = 0; j < i && !done; j++)
+			done = spans[j].table == table;
+		if (done || (only != NIL && !list_member_oid(only, table)))
 			continue;
-		rel = table_open(spans[i].table, NoLock);
-		/* the span of its present storage: an earlier one's rows moved */
-		if (rel->rd_node.relNode == spans[i].relfilenode)
+		/* a table dropped in this very transaction took its rows along */
+		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(table)))
+			continue;
+		rel = RelationIdGetRelation(table);
+		if (!RelationIsValid(rel))
+			continue;
+		if (CheckRelationLockedByMe(rel, RowExclusiveLock, true))
 		{
-			nruns = sw_commit_order_own_runs(rel, runs);
+			nruns = sw_commit_order_own_runs(table, &runs);
 			if (nruns > 0)
+			{
 				sw_stream_brin_flush(rel, runs, nruns);
+				pfree(runs);
+			}
 		}
-		table_close(rel, NoLock);
+		RelationClose(rel);
 	}
 }
 
@@ -1711,7 +1739,7 @@ order_commit(void)
 		renumber_overtaken();
 	}
 
-	sw_commit_order_flush_indexes();
+	sw_commit_order_flush_indexes(NIL);
 
 	arrival = GetCurrentTimestamp();
 	for (int i = 0; i < nwrites; i++)

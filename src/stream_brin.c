@@ -94,16 +94,12 @@ static int64
 stream_brin_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 {
 	int64		found = bringetbitmap(scan, tbm);
-	Relation	heap;
-	BlockNumber runs[SW_SPAN_RUNS][2];
+	BlockNumber (*runs)[2];
 	int			nruns;
 
 	if (!sw_commit_order_stored_any())
 		return found;
-	heap = RelationIdGetRelation(scan->indexRelation->rd_index->indrelid);
-	if (!RelationIsValid(heap))
-		return found;
-	nruns = sw_commit_order_own_runs(heap, runs);
+	nruns = sw_commit_order_own_runs(scan->indexRelation->rd_index->indrelid, &runs);
 	for (int i = 0; i < nruns; i++)
 		for (BlockNumber blk = runs[i][0]; blk <= runs[i][1]; blk++)
 		{
@@ -112,8 +108,24 @@ stream_brin_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 			if (blk == MaxBlockNumber)
 				break;
 		}
-	RelationClose(heap);
+	if (runs != NULL)
+		pfree(runs);
 	return found;
+}
+
+/*
+ * VACUUM does not summarise this index (BRIN's cleanup does, under the
+ * SHARE UPDATE EXCLUSIVE lock VACUUM holds on the table): steps do, under
+ * the index's own lock (sw_stream_brin_summarize), so that a long VACUUM of
+ * a stream does not keep them from it.  Summarisers must not run at the
+ * same time on one index: BRIN's other ones, brin_summarize_range() and
+ * brin_desummarize_range(), refuse an index of another access method, and
+ * an index build takes stronger locks.
+ */
+static IndexBulkDeleteResult *
+stream_brin_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
+{
+	return stats;
 }
 
 Datum
@@ -123,6 +135,7 @@ streamwm_brin_handler(PG_FUNCTION_ARGS)
 
 	routine->aminsert = stream_brin_insert;
 	routine->amgetbitmap = stream_brin_getbitmap;
+	routine->amvacuumcleanup = stream_brin_vacuumcleanup;
 	PG_RETURN_POINTER(routine);
 }
 
@@ -270,7 +283,22 @@ stream_brin_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	if (queryDesc->plannedstmt->parallelModeNeeded && !IsParallelWorker() &&
 		sw_commit_order_stored_any() && IsTransactionState())
-		sw_commit_order_flush_indexes();
+	{
+		List	   *relids = NIL;
+		ListCell   *lc;
+
+		/* the tables the query reads */
+		foreach(lc, queryDesc->plannedstmt->rtable)
+		{
+			RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
+
+			if (rte->rtekind == RTE_RELATION)
+				relids = lappend_oid(relids, rte->relid);
+		}
+		if (relids != NIL)
+			sw_commit_order_flush_indexes(relids);
+		list_free(relids);
+	}
 	if (prev_executor_start)
 		prev_executor_start(queryDesc, eflags);
 	else
@@ -288,11 +316,12 @@ sw_stream_brin_init(void)
 /*
  * Summarise the block ranges of 'heap' that have no summary, in its
  * streamwm_brin indexes, all but the last range if it is not full (it would
- * be widened by the next rows: it is read whole instead).  The caller holds
- * SHARE UPDATE EXCLUSIVE on the table, which keeps VACUUM and other steps
- * from summarising at the same time.  This is BRIN's own VACUUM cleanup,
- * which summarises (brin_summarize_new_values() serves only the index
- * access method called brin).
+ * be widened by the next rows: it is read whole instead).  This is BRIN's
+ * VACUUM cleanup (which also tidies the index's pages), called here and not
+ * by VACUUM (stream_brin_vacuumcleanup), under SHARE UPDATE EXCLUSIVE on
+ * the index, which keeps another step from summarising at the same time
+ * (when one does, this one leaves it to it).  The caller holds a lock on
+ * the table.
  */
 void
 sw_stream_brin_summarize(Relation heap)
@@ -304,11 +333,12 @@ sw_stream_brin_summarize(Relation heap)
 	{
 		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
 
-		if (is_stream_brin(index) && index->rd_index->indisvalid)
+		if (is_stream_brin(index) && index->rd_index->indisvalid &&
+			ConditionalLockRelationOid(RelationGetRelid(index), ShareUpdateExclusiveLock))
 		{
 			IndexVacuumInfo info = {0};
+			IndexBulkDeleteResult *stats;
 
-			LockRelationOid(RelationGetRelid(index), ShareUpdateExclusiveLock);
 			info.index = index;
 			info.analyze_only = false;
 			info.report_progress = false;
@@ -316,7 +346,9 @@ sw_stream_brin_summarize(Relation heap)
 			info.message_level = DEBUG2;
 			info.num_heap_tuples = -1;
 			info.strategy = NULL;
-			pfree(index_vacuum_cleanup(&info, NULL));
+			stats = brinvacuumcleanup(&info, NULL);
+			pfree(stats);
+			UnlockRelationOid(RelationGetRelid(index), ShareUpdateExclusiveLock);
 		}
 		index_close(index, AccessShareLock);
 	}
