@@ -136,6 +136,8 @@ RESET enable_indexscan;
 DELETE FROM sb2 WHERE v > 100000 AND v % 2 = 0;
 VACUUM sb2;
 SELECT max(sw_offset) AS old3 FROM sb2 \gset
+CREATE FUNCTION sb2_count(x int8) RETURNS int8 LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$ SELECT count(*) FROM sb2 WHERE sw_partition = 0 AND sw_offset > x $$;
 BEGIN;
 INSERT INTO sb2 (sw_write_time, v, pad)
 SELECT to_timestamp(3000 + i / 1000.0), 200000 + i, repeat('z', 200) FROM generate_series(1, 2000) i;
@@ -144,6 +146,9 @@ SET LOCAL enable_seqscan = off;
 SET LOCAL enable_indexscan = off;
 SET LOCAL force_parallel_mode = on;
 SET LOCAL parallel_leader_participation = off;
+-- first a query that does not name the stream: a parallel-safe function
+-- the worker runs reads it
+SELECT sb2_count(:old3) AS parallel_function, sb2_count(:old3) = :model3 AS as_seq_scan;
 SELECT count(*) AS parallel_own, count(*) = :model3 AS as_seq_scan FROM sb2 WHERE sw_partition = 0 AND sw_offset > :old3;
 COMMIT;
 -- ALTER TABLE ... SET TABLESPACE copies the table block by block into new
@@ -178,5 +183,6 @@ SELECT streamwm.process('sb2', now => to_timestamp(9000));
 -- 20,000 read before the DELETE; of the 5,000, the 2,500 deleted before a
 -- step read them are purged; 2,000 and 3,000 more
 SELECT sum(n) AS n, sum(n) = 20000 + 2500 + 2000 + 3000 AS all_counted FROM sb2_n;
+DROP FUNCTION sb2_count(int8);
 SELECT streamwm.drop_stream('sb2', cascade => true);
 DROP TABLESPACE sb_space;

@@ -194,6 +194,7 @@ typedef struct SwStoredSpan
 static SwStoredSpan *spans = NULL;
 static int	nspans = 0;
 static int	capspans = 0;
+static bool stored_since_flush = false; /* rows noted since the indexes got them */
 
 static SwWriter *writers = NULL;
 static int	nwriters = 0;
@@ -442,6 +443,8 @@ sw_commit_order_stored(Relation rel, ItemPointer tid)
 	Oid			table = RelationGetRelid(rel);
 	BlockNumber blk = ItemPointerGetBlockNumber(tid);
 	SwStoredSpan *sp = span_of(table, rel->rd_node.relNode);
+
+	stored_since_flush = true;
 
 	if (sp == NULL)
 	{
@@ -1650,16 +1653,20 @@ commit_locks(bool take)
 
 /*
  * The stream tables this transaction stored rows in through the access
- * method ('only': those of them, when not NIL): the stream's own BRIN
- * indexes, which skipped those rows, are brought up to date (stream_brin.c).
- * At commit, when no row of it is stored any more, and before a parallel
- * query (its workers do not know this backend's runs).  A table this
- * transaction no longer holds a lock on stored rows only in subtransactions
- * that rolled back (their locks went with them): its rows are dead.
+ * method: the stream's own BRIN indexes, which skipped those rows, are
+ * brought up to date (stream_brin.c).  At commit, when no row of it is
+ * stored any more, and before a parallel query (its workers do not know
+ * this backend's runs).  Rows once entered stay covered (a summary only
+ * widens, and one made later reads them on their pages), so nothing is
+ * done again until a row is stored.  A table this transaction no longer
+ * holds a lock on stored rows only in subtransactions that rolled back
+ * (their locks went with them): its rows are dead.
  */
 void
-sw_commit_order_flush_indexes(List *only)
+sw_commit_order_flush_indexes(void)
 {
+	if (!stored_since_flush)
+		return;
 	for (int i = 0; i < nspans; i++)
 	{
 		Oid			table = spans[i].table;
@@ -1671,7 +1678,7 @@ sw_commit_order_flush_indexes(List *only)
 		/* each table once */
 		for (int j = 0; j < i && !done; j++)
 			done = spans[j].table == table;
-		if (done || (only != NIL && !list_member_oid(only, table)))
+		if (done)
 			continue;
 		/* a table dropped in this very transaction took its rows along */
 		if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(table)))
@@ -1690,6 +1697,7 @@ sw_commit_order_flush_indexes(List *only)
 		}
 		RelationClose(rel);
 	}
+	stored_since_flush = false;
 }
 
 /* attempts at renumbering outside the commit locks before doing it under them */
@@ -1708,6 +1716,7 @@ order_commit(void)
 	SwRoleContext cx;
 	TimestampTz arrival;
 	bool		distributed = false;
+	bool		renumbered = false;
 	CommitLog	log = {0};		/* opened by the first probe, if a local stream was written */
 
 	ordering = true;
@@ -1723,11 +1732,19 @@ order_commit(void)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	/* the commit log is the catalog's; renumbering acts as each row's writer */
 	sw_enter_catalog(&cx);
+
+	/*
+	 * The stream's own indexes get the rows they skipped (stream_brin.c)
+	 * before the commit locks are taken, so that no other committer waits
+	 * for it; again after renumbering, for the rows' new versions.
+	 */
+	sw_commit_order_flush_indexes();
 	for (int attempt = 1;; attempt++)
 	{
 		commit_locks(true);
 		if (!probe_newest(&log))
 			break;
+		renumbered = true;
 		/* a Citus node renumbers under the locks: it may not use its sequence */
 		if (attempt >= SW_RENUMBER_ATTEMPTS || distributed)
 		{
@@ -1738,8 +1755,8 @@ order_commit(void)
 		commit_locks(false);
 		renumber_overtaken();
 	}
-
-	sw_commit_order_flush_indexes(NIL);
+	if (renumbered)
+		sw_commit_order_flush_indexes();
 
 	arrival = GetCurrentTimestamp();
 	for (int i = 0; i < nwrites; i++)
@@ -1849,6 +1866,7 @@ commit_order_xact_callback(XactEvent event, void *arg)
 			last_writer = -1;
 			spans = NULL;
 			nspans = capspans = 0;
+			stored_since_flush = false;
 			ordering = false;
 			preparing = false;
 			on_citus_node = false;

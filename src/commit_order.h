@@ -7,7 +7,6 @@
 #define STREAMWM_COMMIT_ORDER_H
 
 #include "datatype/timestamp.h"
-#include "nodes/pg_list.h"
 #include "storage/itemptr.h"
 #include "utils/relcache.h"
 #include "utils/snapshot.h"
@@ -28,7 +27,7 @@ extern void sw_commit_order_stored(Relation rel, ItemPointer tid);
 #define SW_SPAN_RUNS 16
 extern int	sw_commit_order_own_runs(Oid table, BlockNumber (**runs)[2]);
 extern bool sw_commit_order_owns_block(Relation rel, BlockNumber blk);
-extern void sw_commit_order_flush_indexes(List *only);
+extern void sw_commit_order_flush_indexes(void);
 extern bool sw_commit_order_stored_any(void);
 extern int64 sw_take_offset(Oid seqoid);
 extern int64 sw_shard_offset(Oid seqoid, Oid log, int32 partition, char *mode);

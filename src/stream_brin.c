@@ -19,9 +19,10 @@
  *	 other row (stored as given under session_replication_role = replica,
  *	 or into other storage) goes through BRIN's aminsert.
  *
- * - Before the transaction commits (commit_order.c, after renumbering,
- *	 when no row of it can be stored any more), sw_stream_brin_flush() looks
- *	 up each block range of those runs once, and enters the transaction's
+ * - As the transaction commits (commit_order.c, when no row of it can be
+ *	 stored any more: before the commit locks, and again after renumbering,
+ *	 which stores new versions), sw_stream_brin_flush() looks up each block
+ *	 range of those runs once, and enters the transaction's
  *	 rows in the ranges that have a summary, or a summarisation's
  *	 placeholder, with BRIN's own aminsert: what BRIN would have done for
  *	 them at insert time, late.  A range without a summary needs nothing: a
@@ -35,7 +36,7 @@
  *	 pages of its runs to what BRIN found, so that its own queries on the
  *	 stream never miss them.  A parallel worker does not know the runs of
  *	 the transaction's leader: before a parallel query, the leader flushes
- *	 as at commit (ExecutorStart).
+ *	 as at commit (ExecutorStart), every stream table it wrote.
  *
  * The operator classes are BRIN's minmax ones (the extension's script).
  *-------------------------------------------------------------------------
@@ -125,6 +126,12 @@ stream_brin_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 static IndexBulkDeleteResult *
 stream_brin_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
+	/* BRIN's bulk delete counted nothing: VACUUM must not store its zeros */
+	if (stats != NULL)
+	{
+		stats->num_pages = RelationGetNumberOfBlocks(info->index);
+		stats->estimated_count = true;
+	}
 	return stats;
 }
 
@@ -281,24 +288,13 @@ sw_stream_brin_flush(Relation heap, BlockNumber runs[][2], int nruns)
 static void
 stream_brin_executor_start(QueryDesc *queryDesc, int eflags)
 {
+	/*
+	 * Every stream table the transaction wrote, not only those the query
+	 * names: a parallel-safe function the workers run may read another.
+	 */
 	if (queryDesc->plannedstmt->parallelModeNeeded && !IsParallelWorker() &&
 		sw_commit_order_stored_any() && IsTransactionState())
-	{
-		List	   *relids = NIL;
-		ListCell   *lc;
-
-		/* the tables the query reads */
-		foreach(lc, queryDesc->plannedstmt->rtable)
-		{
-			RangeTblEntry *rte = lfirst_node(RangeTblEntry, lc);
-
-			if (rte->rtekind == RTE_RELATION)
-				relids = lappend_oid(relids, rte->relid);
-		}
-		if (relids != NIL)
-			sw_commit_order_flush_indexes(relids);
-		list_free(relids);
-	}
+		sw_commit_order_flush_indexes();
 	if (prev_executor_start)
 		prev_executor_start(queryDesc, eflags);
 	else
