@@ -146,7 +146,10 @@ BEGIN
                      JOIN pg_catalog.pg_attribute t ON t.attrelid OPERATOR(pg_catalog.=) i.indrelid
                                                    AND t.attnum OPERATOR(pg_catalog.=) i.indkey[0]
                     WHERE i.indrelid OPERATOR(pg_catalog.=) s.rel AND a.amname OPERATOR(pg_catalog.=) 'brin'
-                      AND i.indnatts OPERATOR(pg_catalog.=) 1 AND t.attname OPERATOR(pg_catalog.=) 'sw_event_time' LOOP
+                      AND i.indnatts OPERATOR(pg_catalog.=) 1 AND t.attname OPERATOR(pg_catalog.=) 'sw_event_time'
+                      -- the one create_stream made (a user's own, made otherwise, stays)
+                      AND ic.reloptions OPERATOR(pg_catalog.@>) ARRAY['pages_per_range=32', 'autosummarize=off']::pg_catalog.text[]
+                      AND i.indpred IS NULL LOOP
             EXECUTE pg_catalog.format('DROP INDEX %s', key.idx);
         END LOOP;
         FOR key IN SELECT c.conname FROM pg_catalog.pg_constraint c

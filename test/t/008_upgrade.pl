@@ -177,6 +177,9 @@ sub feed_short
 
 feed_clicks(0, 200, 8);
 feed_short(0, 299);
+# a user's own BRIN index on event time (not the one create_stream made):
+# the update keeps it
+$node->safe_psql('app', 'CREATE INDEX wt_user_brin ON wt USING brin (sw_event_time)');
 feed_wt(10);
 feed_wt(70);
 $node->safe_psql('app', "SELECT streamwm.process(now => $now)");
@@ -318,6 +321,10 @@ is($node->safe_psql('app', q{
 	SELECT string_agg(indrelid::regclass::text, ' ' ORDER BY indrelid::regclass::text) FROM pg_index
 	 WHERE indrelid IN ('clicks'::regclass, 'wt'::regclass) AND indisunique}),
 	'wt', "a stream's key is gone, but where a user's foreign key references it");
+is($node->safe_psql('app', q{
+	SELECT string_agg(c.relname, ' ' ORDER BY c.relname) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+	 JOIN pg_am a ON a.oid = c.relam WHERE i.indrelid = 'wt'::regclass AND a.amname = 'brin'}),
+	'wt_user_brin', "the update dropped create_stream's BRIN index on event time, not the user's");
 
 # the worker goes on by itself: its first steps read the rows 0.1 left
 ok($node->poll_query_until('app', q{
@@ -536,6 +543,8 @@ $node->safe_psql('fresh', q{
 	SELECT streamwm.create_stream('wt', 'k int, v int', partitions => 2, retention => '36500 days');
 	-- the updated wt keeps its key: the user's foreign keys reference it
 	ALTER TABLE wt ADD CONSTRAINT wt_sw_partition_sw_offset_key UNIQUE (sw_partition, sw_offset);
+	-- ... and the user's own BRIN index
+	CREATE INDEX wt_user_brin ON wt USING brin (sw_event_time);
 });
 my $shape = q{
 	SELECT string_agg(x, E'\n' ORDER BY x) FROM (
