@@ -173,8 +173,8 @@ typedef struct SwWriter
  * transaction moves every row).  The access method notes each row it
  * stores (stream_am.c), renumbering each version it makes;
  * collect_own_rows() then reads only the span, not the stream's key index
- * (a stream need not have one), and the stream's own index takes the
- * summaries of the runs' block ranges away at commit (stream_brin.c).  A
+ * (a stream need not have one), and the stream's own index gets the rows
+ * of the runs' summarised block ranges at commit (stream_brin.c).  A
  * transaction that wrote a row an hour ago and one now, with others'
  * rows in between, has two short runs.  Runs are merged where they touch;
  * past SW_SPAN_RUNS, the two closest are merged (a run may then cover
@@ -476,8 +476,6 @@ static void
 note_run(SwStoredSpan *sp, BlockNumber blk)
 {
 	BlockNumber (*r)[2] = sp->runs;
-	int			best = -1;
-	uint64		best_gap = PG_UINT64_MAX;
 
 	/* almost always: in or just after the run noted last */
 	if (blk >= r[sp->cur][0] && blk <= (uint64) r[sp->cur][1] + 1)
@@ -497,9 +495,10 @@ note_run(SwStoredSpan *sp, BlockNumber blk)
 	if (sp->nruns == SW_SPAN_RUNS)
 	{
 		/* merge the two runs closest to each other (j starting after i) */
+		int			best = 0;
 		int			other = 1;
+		uint64		best_gap = PG_UINT64_MAX;
 
-		best = 0;
 		for (int i = 0; i < sp->nruns; i++)
 			for (int j = 0; j < sp->nruns; j++)
 			{

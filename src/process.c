@@ -1194,7 +1194,7 @@ summarize_new_ranges(Oid relid, Oid owner, const char *relname)
 		sw_spi_exec_bounded(psprintf("analyzing stream %s", relname),
 							psprintf("ANALYZE %s", relname),
 							0, NULL, NULL, NULL, SPI_OK_UTILITY, InvalidSnapshot);
-	/* PostgreSQL's BRIN indexes: a user's, a stream's made before 0.3 */
+	/* PostgreSQL's BRIN indexes: a user's, a distributed stream's on sw_event_time */
 	sw_spi_exec("SELECT pg_catalog.brin_summarize_new_values(i.indexrelid)"
 				" FROM pg_catalog.pg_index i"
 				" JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) i.indexrelid"
