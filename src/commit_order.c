@@ -21,9 +21,10 @@
  * (hi: the highest offset committed there so far).  If its own offsets are
  * all above it, nothing moves; otherwise some transaction that took offsets
  * after ours committed first, and our rows are renumbered with fresh
- * offsets from the sequence, above everything committed (an UPDATE of our
- * own uncommitted rows; only a transaction that overlapped another
- * committed one pays for it).  Then it adds one entry per partition:
+ * offsets from the sequence, above everything committed (written into our
+ * own uncommitted rows in place, or as heap updates where something else
+ * holds the offset; only a transaction that overlapped another committed
+ * one pays for it).  Then it adds one entry per partition:
  *
  *	 (stream, partition, lo, hi, arrival, held_from)
  *
@@ -63,6 +64,7 @@
  */
 #include "postgres.h"
 
+#include "access/generic_xlog.h"
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
@@ -70,6 +72,7 @@
 #include "access/tableam.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "catalog/catalog.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
@@ -77,6 +80,7 @@
 #include "catalog/pg_opfamily.h"
 #include "catalog/pg_sequence.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "commands/sequence.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
@@ -884,18 +888,20 @@ note_own_row(TupleTableSlot *slot, int w, AttrNumber ap, AttrNumber ao,
 			 OwnRow **rows, int64 *n, int64 *cap)
 {
 	bool		isnull;
-	int32		partition = DatumGetInt32(slot_getattr(slot, ap, &isnull));
+	int32		partition;
 	int64		offset;
 	TransactionId xmin;
 	int			run;
 
+	/* first what needs no deforming: other writers' rows are most of a scan */
+	xmin = DatumGetTransactionId(slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull));
+	if (!TransactionIdIsCurrentTransactionId(xmin))
+		return;
+	partition = DatumGetInt32(slot_getattr(slot, ap, &isnull));
 	if (isnull || partition != writes[w].partition)
 		return;
 	offset = DatumGetInt64(slot_getattr(slot, ao, &isnull));
 	if (isnull || offset < writes[w].lo || offset > writes[w].hi)
-		return;
-	xmin = DatumGetTransactionId(slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull));
-	if (!TransactionIdIsCurrentTransactionId(xmin))
 		return;
 	run = offset_run(&writes[w], offset);
 	if (run < 0)
@@ -1114,6 +1120,163 @@ update_offsets(Oid table, OwnRow *rows, int64 n)
 	table_close(rel, NoLock);
 }
 
+/* By table storage position. */
+static int
+tid_cmp(const void *a, const void *b)
+{
+	return ItemPointerCompare(&((OwnRow *) unconstify(void *, a))->tid,
+							  &((OwnRow *) unconstify(void *, b))->tid);
+}
+
+/*
+ * Where attribute 'att' of a heap tuple starts, NULL if the tuple does not
+ * store it (a NULL, or a column added after the tuple was formed): the walk
+ * over the attributes before it that heap_deform_tuple() makes.
+ */
+static char *
+attribute_data(HeapTupleHeader tup, TupleDesc desc, AttrNumber att)
+{
+	char	   *tp = (char *) tup + tup->t_hoff;
+	bool		hasnulls = (tup->t_infomask & HEAP_HASNULL) != 0;
+	uint32		off = 0;
+
+	if (att > HeapTupleHeaderGetNatts(tup))
+		return NULL;
+	for (int i = 0; i < att; i++)
+	{
+		Form_pg_attribute a = TupleDescAttr(desc, i);
+
+		if (hasnulls && att_isnull(i, tup->t_bits))
+		{
+			if (i == att - 1)
+				return NULL;
+			continue;
+		}
+		if (a->attlen == -1)
+			off = att_align_pointer(off, a->attalign, -1, tp + off);
+		else
+			off = att_align_nominal(off, a->attalign);
+		if (i == att - 1)
+			return tp + off;
+		off = att_addlength_pointer(off, a->attlen, tp + off);
+	}
+	return NULL;
+}
+
+/*
+ * May this transaction's rows of 'rel' among rows[0..n) take their new
+ * offsets in place, on their pages, instead of as new versions?  They are
+ * this transaction's own and uncommitted, so no snapshot but its own sees
+ * them, and no scan of its own is open at commit.  Only what holds a row's
+ * offset apart from the row matters:
+ * - an index: only the stream's own streamwm_brin indexes may have
+ *   sw_offset, and the rows must lie in blocks this transaction stored rows
+ *   in, in the table's present storage: those indexes get such rows only
+ *   at commit, after renumbering (sw_commit_order_flush_indexes: a summary
+ *   made meanwhile by a step has the old offset besides, which only widens
+ *   it).  Any other index that could read sw_offset (a key, an expression,
+ *   a predicate) has the old one already;
+ * - logical decoding, which would send the row as inserted (the change is
+ *   written as a generic WAL record, which it does not decode);
+ * - a table that is not stored as the heap is.
+ */
+static bool
+offsets_in_place(Relation rel, AttrNumber att, OwnRow *rows, int64 n)
+{
+	Oid			table = RelationGetRelid(rel);
+	List	   *indexes;
+	ListCell   *lc;
+	bool		ok = true;
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || RelationIsLogicallyLogged(rel) ||
+		(rel->rd_rel->relam != HEAP_TABLE_AM_OID &&
+		 rel->rd_rel->relam != get_table_am_oid("streamwm_stream", true)))
+		return false;
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		Form_pg_index form = idx->rd_index;
+
+		if (!sw_stream_brin_defers(idx))
+		{
+			if (!heap_attisnull(idx->rd_indextuple, Anum_pg_index_indexprs, NULL) ||
+				!heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL))
+				ok = false;
+			for (int k = 0; k < form->indnatts; k++)
+				if (form->indkey.values[k] == att)
+					ok = false;
+		}
+		index_close(idx, AccessShareLock);
+	}
+	list_free(indexes);
+	for (int64 i = 0; i < n && ok; i++)
+		if (writes[rows[i].write].table == table &&
+			!sw_commit_order_owns_block(rel, ItemPointerGetBlockNumber(&rows[i].tid)))
+			ok = false;
+	return ok;
+}
+
+/*
+ * Give this transaction's rows in 'table' among rows[0..n) (sorted by
+ * position) their new offsets in place (offsets_in_place() says when):
+ * each page once, under its exclusive lock, its change written to the WAL
+ * as a generic record (a few bytes a row; a heap update writes the whole
+ * row again and leaves a dead version behind).
+ */
+static void
+rewrite_offsets(Relation rel, AttrNumber att, OwnRow *rows, int64 n)
+{
+	Oid			table = RelationGetRelid(rel);
+	TupleDesc	desc = RelationGetDescr(rel);
+	Buffer		buf = InvalidBuffer;
+	GenericXLogState *state = NULL;
+	Page		page = NULL;
+
+	for (int64 i = 0; i < n; i++)
+	{
+		BlockNumber blk = ItemPointerGetBlockNumber(&rows[i].tid);
+		OffsetNumber off = ItemPointerGetOffsetNumber(&rows[i].tid);
+		ItemId		lp;
+		HeapTupleHeader tup;
+		char	   *data;
+		int64		old;
+
+		if (writes[rows[i].write].table != table)
+			continue;
+		if (state == NULL || blk != BufferGetBlockNumber(buf))
+		{
+			if (state != NULL)
+			{
+				GenericXLogFinish(state);
+				UnlockReleaseBuffer(buf);
+			}
+			CHECK_FOR_INTERRUPTS();
+			buf = ReadBuffer(rel, blk);
+			LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+			state = GenericXLogStart(rel);
+			page = GenericXLogRegisterBuffer(state, buf, 0);
+		}
+		lp = off <= PageGetMaxOffsetNumber(page) ? PageGetItemId(page, off) : NULL;
+		tup = lp != NULL && ItemIdIsNormal(lp) ? (HeapTupleHeader) PageGetItem(page, lp) : NULL;
+		data = tup != NULL && TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetRawXmin(tup)) ?
+			attribute_data(tup, desc, att) : NULL;
+		if (data != NULL)
+			memcpy(&old, data, sizeof(old));
+		if (data == NULL || old != rows[i].offset)
+			elog(ERROR, "streamwm: a row of this transaction in %s is not where it was before its renumbering",
+				 RelationGetRelationName(rel));
+		memcpy(data, &rows[i].new_offset, sizeof(int64));
+	}
+	if (state != NULL)
+	{
+		GenericXLogFinish(state);
+		UnlockReleaseBuffer(buf);
+	}
+	/* the stream's own indexes get the new offsets at the flush that follows */
+	stored_since_flush = true;
+}
+
 /*
  * Give this transaction's rows in writes[from..to) (one stream) new
  * offsets above everything taken so far, keeping the order in which they
@@ -1200,19 +1363,32 @@ renumber(int from, int to)
 		if (writes[w].lo == SW_NO_OFFSET)
 			took(&writes[w], above_range ? writes[w].hwm + 1 : chunk_next(seqoid, &fresh), -1);
 
-	/* each writer's rows together: update_offsets() sets up once per writer */
-	qsort(rows, n, sizeof(OwnRow), writer_cmp);
-
 	/* per table the rows are in (one, but for a Citus node's shards) */
 	for (int w = from; w < to && n > 0; w++)
 	{
 		bool		done = false;
+		Relation	rel;
+		AttrNumber	att;
 
 		for (int v = from; v < w; v++)
 			if (writes[v].table == writes[w].table)
 				done = true;
-		if (!done)
+		if (done)
+			continue;
+		rel = table_open(writes[w].table, RowExclusiveLock);
+		att = get_attnum(writes[w].table, "sw_offset");
+		if (offsets_in_place(rel, att, rows, n))
+		{
+			qsort(rows, n, sizeof(OwnRow), tid_cmp);
+			rewrite_offsets(rel, att, rows, n);
+		}
+		else
+		{
+			/* each writer's rows together: update_offsets() sets up once per writer */
+			qsort(rows, n, sizeof(OwnRow), writer_cmp);
 			update_offsets(writes[w].table, rows, n);
+		}
+		table_close(rel, NoLock);
 	}
 }
 

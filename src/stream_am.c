@@ -13,7 +13,7 @@
  * of a COPY into a stream).
  *
  * Everything but the three insert callbacks is the heap's: scans, updates
- * (commit_order.c renumbers rows with heap updates, which keep their values),
+ * (commit_order.c renumbers rows in place or with heap updates),
  * deletes, VACUUM, ANALYZE, CLUSTER, index builds, TOAST.  The executor
  * checks NOT NULL and CHECK constraints before it calls the access method,
  * so the system columns of a local stream are nullable (the method never

@@ -54,6 +54,7 @@
 #include "access/relscan.h"
 #include "access/xact.h"
 #include "catalog/index.h"
+#include "catalog/pg_index.h"
 #include "commands/defrem.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -153,6 +154,19 @@ is_stream_brin(Relation index)
 	Oid			am = get_index_am_oid("streamwm_brin", true);
 
 	return OidIsValid(am) && index->rd_rel->relam == am;
+}
+
+/*
+ * Does 'index' get a transaction's own rows only at its commit
+ * (sw_stream_brin_flush), so that they may change until then?  One of
+ * streamwm_brin with plain keys; its aminsert skips them.
+ */
+bool
+sw_stream_brin_defers(Relation index)
+{
+	return is_stream_brin(index) &&
+		heap_attisnull(index->rd_indextuple, Anum_pg_index_indexprs, NULL) &&
+		heap_attisnull(index->rd_indextuple, Anum_pg_index_indpred, NULL);
 }
 
 /* Has the block range starting at 'start' a summary (or a placeholder)? */

@@ -11,6 +11,7 @@
 #include "utils/relcache.h"
 
 extern void sw_stream_brin_init(void);
+extern bool sw_stream_brin_defers(Relation index);
 extern void sw_stream_brin_flush(Relation heap, BlockNumber runs[][2], int nruns);
 extern void sw_stream_brin_summarize(Relation heap);
 
