@@ -186,3 +186,49 @@ SELECT sum(n) AS n, sum(n) = 20000 + 2500 + 2000 + 3000 AS all_counted FROM sb2_
 DROP FUNCTION sb2_count(int8);
 SELECT streamwm.drop_stream('sb2', cascade => true);
 DROP TABLESPACE sb_space;
+
+-- A user's streamwm_brin index on nullable columns of the three types of
+-- its operator classes: a transaction's rows of a summarised range are
+-- entered as each column's least and greatest values, and a NULL where a
+-- column had one (stream_brin.c, enter_own_rows).  Each scan through the
+-- index finds what a sequential scan finds, in the transaction and after.
+SELECT streamwm.create_stream('sb3', 'v int8, w int4, t timestamptz', idle_timeout => '1 hour');
+CREATE INDEX sb3_user ON sb3 USING streamwm_brin (v, w, t) WITH (pages_per_range = 4);
+INSERT INTO sb3 (sw_write_time, v, w, t)
+SELECT to_timestamp(1000), i, i, to_timestamp(5000 + i) FROM generate_series(1, 20000) i;
+SELECT streamwm.process('sb3', now => to_timestamp(1000));
+DELETE FROM sb3 WHERE v <= 19000;
+VACUUM sb3;
+CREATE TEMP TABLE sb3_conds (cond text);
+INSERT INTO sb3_conds VALUES ('v IS NULL'), ('v < 0'), ('v > 100000'), ('v BETWEEN 100 AND 200'),
+    ('w IS NULL'), ('w < 0'), ('t > to_timestamp(100000)'), ('t IS NULL'), ('t < to_timestamp(5000)');
+CREATE FUNCTION sb3_scans(at text) RETURNS TABLE (phase text, cond text, n bigint, as_seq_scan boolean)
+LANGUAGE plpgsql AS $$
+DECLARE c text; n_index bigint; n_seq bigint;
+BEGIN
+    FOR c IN SELECT s.cond FROM sb3_conds s ORDER BY s.cond LOOP
+        SET LOCAL enable_seqscan = off;
+        SET LOCAL enable_indexscan = off;
+        EXECUTE format('SELECT count(*) FROM sb3 WHERE %s', c) INTO n_index;
+        SET LOCAL enable_seqscan = on;
+        SET LOCAL enable_bitmapscan = off;
+        EXECUTE format('SELECT count(*) FROM sb3 WHERE %s', c) INTO n_seq;
+        SET LOCAL enable_bitmapscan = on;
+        RETURN QUERY SELECT at, c, n_index, n_index = n_seq;
+    END LOOP;
+END$$;
+BEGIN;
+INSERT INTO sb3 (sw_write_time, v, w, t)
+SELECT to_timestamp(2000), CASE WHEN i % 7 = 0 THEN NULL WHEN i % 2 = 0 THEN -i ELSE 100000 + i END,
+       NULL, CASE WHEN i % 5 = 0 THEN NULL ELSE to_timestamp(100000 + i) END
+  FROM generate_series(1, 1000) i;
+SELECT count(*) FILTER (WHERE (ctid::text::point)[0] < (SELECT pg_relation_size('sb3') / 8192 - 8)) > 900 AS reused
+  FROM sb3 WHERE w IS NULL;
+SET LOCAL enable_seqscan = off;
+SET LOCAL enable_indexscan = off;
+EXPLAIN (COSTS OFF) SELECT count(*) FROM sb3 WHERE v < 0;
+SELECT * FROM sb3_scans('own');
+COMMIT;
+SELECT * FROM sb3_scans('after');
+DROP FUNCTION sb3_scans(text);
+SELECT streamwm.drop_stream('sb3');
