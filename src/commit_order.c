@@ -72,6 +72,7 @@
 #include "access/tableam.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/catalog.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
@@ -1178,6 +1179,11 @@ attribute_data(HeapTupleHeader tup, TupleDesc desc, AttrNumber att)
  *   a predicate) has the old one already;
  * - logical decoding, which would send the row as inserted (the change is
  *   written as a generic WAL record, which it does not decode);
+ * - wal_consistency_checking of generic records: the page image such a
+ *   record carries has the hint bits set on other rows of the page since it
+ *   was last logged (collect_own_rows() sets some), which replay does not
+ *   set and the generic mask does not ignore, so recovery would stop at it
+ *   ("inconsistent page found");
  * - a table that is not stored as the heap is.
  */
 static bool
@@ -1189,6 +1195,7 @@ offsets_in_place(Relation rel, AttrNumber att, OwnRow *rows, int64 n)
 	bool		ok = true;
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION || RelationIsLogicallyLogged(rel) ||
+		wal_consistency_checking[RM_GENERIC_ID] ||
 		(rel->rd_rel->relam != HEAP_TABLE_AM_OID &&
 		 rel->rd_rel->relam != get_table_am_oid("streamwm_stream", true)))
 		return false;
