@@ -179,9 +179,14 @@ ingest_cache_invalidate(Datum arg, Oid relid)
 static IngestCacheEntry *
 ingest_cache_entry(Oid relid)
 {
+	static Oid	last_relid = InvalidOid;
+	static IngestCacheEntry *last = NULL;
 	IngestCacheEntry *cached;
 	bool		found;
 
+	/* a COPY's rows all ask for the same (entries are never removed) */
+	if (last != NULL && relid == last_relid)
+		return last;
 	if (ingest_cache == NULL)
 	{
 		HASHCTL		ctl;
@@ -198,6 +203,8 @@ ingest_cache_entry(Oid relid)
 		cached->state = NULL;
 		cached->changes = 0;
 	}
+	last_relid = relid;
+	last = cached;
 	return cached;
 }
 
@@ -1173,17 +1180,21 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 	 */
 	if (tgenabled == TRIGGER_DISABLED)
 		return false;
-	sw_require_extension_version();
 
 	/*
 	 * The relcache's trigger description is gone once anything read the
 	 * catalogs and accepted an invalidation of the relation (autovacuum's
-	 * statistics are enough): found again after the check above, and
-	 * ingest_state() copies it before it reads the catalogs.
+	 * statistics are enough): found again after the version check reads
+	 * them (not once its answer is known), and ingest_state() copies it
+	 * before it reads the catalogs.
 	 */
-	trigger = find_ingest_trigger(rel);
-	if (trigger == NULL)
-		return false;
+	if (unlikely(!sw_version_ok))
+	{
+		sw_require_extension_version();
+		trigger = find_ingest_trigger(rel);
+		if (trigger == NULL)
+			return false;
+	}
 	st = ingest_state(rel, trigger);
 	if (st->foreign_trigger)
 		return false;
