@@ -20,8 +20,7 @@ SELECT streamwm.create_query('sb_n', 'SELECT count(*) AS n, sum(v) AS s FROM sb'
 -- n: found through the index; model: by a sequential scan at the same moment
 CREATE TEMP TABLE sb_seen (phase text, n bigint, model bigint);
 
--- 40 full block ranges of rows, all summarised by a step (VACUUM leaves
--- the index to steps: stream_brin.c)
+-- 40 full block ranges of rows, all summarised by a step
 INSERT INTO sb (sw_write_time, v, pad)
 SELECT to_timestamp(1000 + i / 1000.0), i, repeat('x', 200) FROM generate_series(1, 40000) i;
 SELECT streamwm.process('sb', now => to_timestamp(1000));
@@ -232,3 +231,31 @@ COMMIT;
 SELECT * FROM sb3_scans('after');
 DROP FUNCTION sb3_scans(text);
 SELECT streamwm.drop_stream('sb3');
+
+-- A stream no step reads: VACUUM summarises its index (under the index's
+-- own lock, as steps do), so that a narrow scan reads a few block ranges,
+-- not the whole table; and it leaves the index's reltuples as they were
+-- (BRIN's cleanup counts the summaries it made).
+SELECT streamwm.create_stream('sb4', 'v int8, pad text', idle_timeout => '1 hour');
+INSERT INTO sb4 (sw_write_time, v, pad)
+SELECT to_timestamp(1000 + i / 1000.0), i, repeat('x', 200) FROM generate_series(1, 40000) i;
+ANALYZE sb4;
+SELECT c.reltuples AS index_tuples_before FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+ WHERE i.indrelid = 'sb4'::regclass \gset
+CREATE FUNCTION sb4_blocks() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE plan json;
+BEGIN
+    SET LOCAL enable_seqscan = off;
+    SET LOCAL enable_indexscan = off;
+    EXECUTE 'EXPLAIN (ANALYZE, TIMING OFF, SUMMARY OFF, FORMAT JSON)
+             SELECT count(*) FROM sb4 WHERE sw_partition = 0 AND sw_offset <= 100' INTO plan;
+    RETURN ((plan -> 0 -> 'Plan' -> 'Plans' -> 0 ->> 'Exact Heap Blocks')::bigint
+          + (plan -> 0 -> 'Plan' -> 'Plans' -> 0 ->> 'Lossy Heap Blocks')::bigint);
+END$$;
+SELECT sb4_blocks() > 1000 AS unsummarised_reads_all;
+VACUUM sb4;
+SELECT sb4_blocks() <= 64 AS summarised_reads_few;
+SELECT c.reltuples = :index_tuples_before AS index_tuples_kept
+  FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'sb4'::regclass;
+DROP FUNCTION sb4_blocks();
+SELECT streamwm.drop_stream('sb4');

@@ -118,18 +118,27 @@ stream_brin_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 }
 
 /*
- * VACUUM does not summarise this index (BRIN's cleanup does, under the
- * SHARE UPDATE EXCLUSIVE lock VACUUM holds on the table): steps do, under
- * the index's own lock (sw_stream_brin_summarize), so that a long VACUUM of
- * a stream does not keep them from it.  Summarisers must not run at the
- * same time on one index: BRIN's other ones, brin_summarize_range() and
+ * Summarise the index, as BRIN's cleanup does, if no one else is (a step,
+ * or another VACUUM): summarisers must not run at the same time on one
+ * index, and they take the index's own SHARE UPDATE EXCLUSIVE lock, not
+ * the table's (which a VACUUM holds for its whole run: steps, which
+ * summarise every stream they read, sw_stream_brin_summarize, would be kept
+ * from it that long).  BRIN's other summarisers, brin_summarize_range() and
  * brin_desummarize_range(), refuse an index of another access method, and
- * an index build takes stronger locks.
+ * an index build takes stronger locks.  A stream no step reads is
+ * summarised by VACUUM (autovacuum), as a BRIN index is.
  */
 static IndexBulkDeleteResult *
 stream_brin_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
-	/* BRIN's bulk delete counted nothing: VACUUM must not store its zeros */
+	Oid			indexoid = RelationGetRelid(info->index);
+
+	if (!info->analyze_only && ConditionalLockRelationOid(indexoid, ShareUpdateExclusiveLock))
+	{
+		stats = brinvacuumcleanup(info, stats);
+		UnlockRelationOid(indexoid, ShareUpdateExclusiveLock);
+	}
+	/* BRIN's counts are of summaries made: VACUUM must not store them */
 	if (stats != NULL)
 	{
 		stats->num_pages = RelationGetNumberOfBlocks(info->index);
