@@ -455,7 +455,12 @@ sw_stream_brin_summarize(Relation heap)
 	{
 		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
 
-		if (is_stream_brin(index) && index->rd_index->indisvalid &&
+		/*
+		 * Only plain-key indexes: a step may run as a superuser, and an
+		 * expression or predicate is the owner's code (VACUUM summarises
+		 * the others, as the owner).
+		 */
+		if (sw_stream_brin_defers(index) && index->rd_index->indisvalid &&
 			ConditionalLockRelationOid(RelationGetRelid(index), ShareUpdateExclusiveLock))
 		{
 			IndexVacuumInfo info = {0};
