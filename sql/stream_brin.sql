@@ -259,3 +259,39 @@ SELECT c.reltuples = :index_tuples_before AS index_tuples_kept
   FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'sb4'::regclass;
 DROP FUNCTION sb4_blocks();
 SELECT streamwm.drop_stream('sb4');
+
+-- A step never runs a stream owner's index code as whoever steps it (the
+-- worker and process() here run as a superuser): it summarises only the
+-- stream's indexes on plain columns; VACUUM summarises the others, as the
+-- owner.  The owner's expression notes who runs it; another role planted
+-- a function of the same name in public.
+CREATE ROLE sb_owner;
+CREATE ROLE sb_other;
+GRANT CREATE ON SCHEMA public TO sb_owner, sb_other;
+SET ROLE sb_other;
+CREATE FUNCTION public.sb_note() RETURNS void LANGUAGE sql AS $$ SELECT $$;
+RESET ROLE;
+CREATE SCHEMA sb_own AUTHORIZATION sb_owner;
+SET ROLE sb_owner;
+CREATE TABLE sb_own.ran (who text);
+CREATE FUNCTION sb_own.sb_note() RETURNS void LANGUAGE sql VOLATILE
+    AS $$ INSERT INTO sb_own.ran VALUES (current_user) $$;
+CREATE FUNCTION sb_own.key(v int8) RETURNS int8 LANGUAGE plpgsql IMMUTABLE
+    SET search_path = sb_own, public
+    AS $$ BEGIN PERFORM sb_note(); RETURN v; END $$;
+SELECT streamwm.create_stream('sb5', 'v int8, pad text', idle_timeout => '1 hour');
+CREATE INDEX sb5_key ON sb5 USING streamwm_brin (sb_own.key(v)) WITH (pages_per_range = 1);
+INSERT INTO sb5 (sw_write_time, v, pad)
+SELECT to_timestamp(1000 + i / 1000.0), i, repeat('x', 200) FROM generate_series(1, 5000) i;
+RESET ROLE;
+SELECT streamwm.process('sb5', now => to_timestamp(1000));
+SELECT count(*) FILTER (WHERE who <> 'sb_owner') AS run_as_others FROM sb_own.ran;
+VACUUM sb5;
+SELECT count(*) FILTER (WHERE who <> 'sb_owner') AS run_as_others,
+       count(*) > 5000 AS vacuum_summarised_as_owner FROM sb_own.ran;
+SELECT streamwm.drop_stream('sb5');
+DROP SCHEMA sb_own CASCADE;
+DROP FUNCTION public.sb_note();
+REVOKE CREATE ON SCHEMA public FROM sb_owner, sb_other;
+DROP ROLE sb_owner;
+DROP ROLE sb_other;
