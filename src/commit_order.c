@@ -1030,9 +1030,10 @@ collect_own_rows(int w, OwnRow **rows, int64 *n, int64 *cap)
 }
 
 /*
- * Move this transaction's rows in 'table' (the stream, or on a Citus node
- * its shard) among rows[0..n) to their new offsets: for each, a heap update
- * and the new version's index entries, made as the row's writer made them
+ * Move this transaction's rows in 'rel' (the stream, or on a Citus node
+ * its shard; opened by the caller, 'att' its sw_offset) among rows[0..n)
+ * to their new offsets: for each, a heap update and the new version's
+ * index entries, made as the row's writer made them
  * (its role and search_path), in a security-restricted operation.  Not an
  * UPDATE statement: no trigger fires (the owner's would run on every
  * writer's rows; it once ran under session_replication_role = replica to
@@ -1047,10 +1048,9 @@ collect_own_rows(int w, OwnRow **rows, int64 *n, int64 *cap)
  * UPDATE.
  */
 static void
-update_offsets(Oid table, OwnRow *rows, int64 n)
+update_offsets(Relation rel, AttrNumber att, OwnRow *rows, int64 n)
 {
-	Relation	rel = table_open(table, RowExclusiveLock);
-	AttrNumber	att = get_attnum(table, "sw_offset");
+	Oid			table = RelationGetRelid(rel);
 	EState	   *estate = NULL;
 	ResultRelInfo *rri = NULL;
 	TupleTableSlot *old = table_slot_create(rel, NULL);
@@ -1118,7 +1118,6 @@ update_offsets(Oid table, OwnRow *rows, int64 n)
 	}
 	ExecDropSingleTupleTableSlot(old);
 	ExecDropSingleTupleTableSlot(new);
-	table_close(rel, NoLock);
 }
 
 /* By table storage position. */
@@ -1393,7 +1392,7 @@ renumber(int from, int to)
 		{
 			/* each writer's rows together: update_offsets() sets up once per writer */
 			qsort(rows, n, sizeof(OwnRow), writer_cmp);
-			update_offsets(writes[w].table, rows, n);
+			update_offsets(rel, att, rows, n);
 		}
 		table_close(rel, NoLock);
 	}

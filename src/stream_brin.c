@@ -375,29 +375,27 @@ sw_stream_brin_flush(Relation heap, BlockNumber runs[][2], int nruns)
 		IndexInfo  *info;
 		BrinRevmap *revmap;
 		BlockNumber per_range;
-		bool		bounds;
+		int			bounds = -1;	/* enter_as_bounds(), once a range needs it */
 
-		if (!is_stream_brin(index) || !index->rd_index->indisready)
+		if (!sw_stream_brin_defers(index) || !index->rd_index->indisready)
 		{
 			index_close(index, RowExclusiveLock);
 			continue;
 		}
 		info = BuildIndexInfo(index);
-		if (!plain_keys(info))
-		{
-			index_close(index, RowExclusiveLock);
-			continue;
-		}
-		bounds = enter_as_bounds(heap, index, info);
 		revmap = brinRevmapInitialize(index, &per_range, NULL);
 		for (int i = 0; i < nruns; i++)
 			for (BlockNumber start = runs[i][0] - runs[i][0] % per_range;
 				 start <= runs[i][1]; start += per_range)
 			{
 				if (range_summarized(revmap, start))
+				{
+					if (bounds < 0)
+						bounds = enter_as_bounds(heap, index, info);
 					enter_own_rows(heap, index, info, bounds,
 								   Max(start, runs[i][0]),
 								   Min(start + (per_range - 1), runs[i][1]));
+				}
 				if (start > MaxBlockNumber - per_range)
 					break;
 			}
