@@ -295,3 +295,67 @@ DROP FUNCTION public.sb_note();
 REVOKE CREATE ON SCHEMA public FROM sb_owner, sb_other;
 DROP ROLE sb_owner;
 DROP ROLE sb_other;
+
+-- A summarisation that fails (an error, a cancelled autovacuum, a crash)
+-- leaves a placeholder in its block range, which BRIN's summarisation then
+-- takes for a summary: scans read that range, and with PostgreSQL 15 every
+-- range after it, whole, at every step from then on (brin_desummarize_range
+-- refuses a streamwm_brin index).  The next summariser, a step or VACUUM,
+-- removes it and summarises the range.  Here the comparison of an operator
+-- class (a superuser's, as any operator class is) fails on demand.
+CREATE SCHEMA sb6;
+CREATE FUNCTION sb6.lt(int8, int8) RETURNS bool LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF current_setting('sb6.fail', true) = 'on' THEN
+        RAISE EXCEPTION 'sb6: the summarisation fails';
+    END IF;
+    RETURN $1 < $2;
+END $$;
+CREATE FUNCTION sb6.gt(int8, int8) RETURNS bool LANGUAGE sql IMMUTABLE AS $$ SELECT sb6.lt($2, $1) $$;
+CREATE OPERATOR sb6.< (LEFTARG = int8, RIGHTARG = int8, FUNCTION = sb6.lt);
+CREATE OPERATOR sb6.> (LEFTARG = int8, RIGHTARG = int8, FUNCTION = sb6.gt);
+CREATE OPERATOR sb6.<= (LEFTARG = int8, RIGHTARG = int8, FUNCTION = int8le);
+CREATE OPERATOR sb6.= (LEFTARG = int8, RIGHTARG = int8, FUNCTION = int8eq);
+CREATE OPERATOR sb6.>= (LEFTARG = int8, RIGHTARG = int8, FUNCTION = int8ge);
+CREATE OPERATOR CLASS sb6.failing_ops FOR TYPE int8 USING streamwm_brin AS
+    OPERATOR 1 sb6.<, OPERATOR 2 sb6.<=, OPERATOR 3 sb6.=, OPERATOR 4 sb6.>=, OPERATOR 5 sb6.>,
+    FUNCTION 1 brin_minmax_opcinfo(internal),
+    FUNCTION 2 brin_minmax_add_value(internal, internal, internal, internal),
+    FUNCTION 3 brin_minmax_consistent(internal, internal, internal),
+    FUNCTION 4 brin_minmax_union(internal, internal, internal);
+SELECT streamwm.create_stream('sb6', 'v int8, pad text', idle_timeout => '1 hour');
+CREATE INDEX sb6_v ON sb6 USING streamwm_brin (v sb6.failing_ops) WITH (pages_per_range = 1);
+INSERT INTO sb6 (sw_write_time, v, pad)
+SELECT to_timestamp(1000 + i / 1000.0), i, repeat('x', 200) FROM generate_series(1, 5000) i;
+ANALYZE sb6;
+-- the heap blocks a scan for one value of v reads
+CREATE FUNCTION sb6.blocks(v int8) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE plan json;
+BEGIN
+    SET LOCAL enable_seqscan = off;
+    SET LOCAL enable_indexscan = off;
+    EXECUTE 'EXPLAIN (ANALYZE, TIMING OFF, SUMMARY OFF, FORMAT JSON)
+             SELECT count(*) FROM sb6 WHERE v OPERATOR(sb6.=) $1' INTO plan USING v;
+    RETURN ((plan -> 0 -> 'Plan' -> 'Plans' -> 0 ->> 'Exact Heap Blocks')::bigint
+          + (plan -> 0 -> 'Plan' -> 'Plans' -> 0 ->> 'Lossy Heap Blocks')::bigint);
+END$$;
+SELECT sb6.blocks(4000) > 100 AS unsummarised_reads_all;
+SET sb6.fail = on;
+SELECT streamwm.process('sb6', now => to_timestamp(1000));
+RESET sb6.fail;
+-- VACUUM removes the placeholder
+VACUUM sb6;
+SELECT sb6.blocks(4000) AS blocks_after_vacuum;
+-- and so does a step
+INSERT INTO sb6 (sw_write_time, v, pad)
+SELECT to_timestamp(1000 + i / 1000.0), i, repeat('x', 200) FROM generate_series(5001, 10000) i;
+SET sb6.fail = on;
+SELECT streamwm.process('sb6', now => to_timestamp(1000));
+RESET sb6.fail;
+SELECT sb6.blocks(9000) > 100 AS placeholder_left_reads_all;
+SELECT streamwm.process('sb6', now => to_timestamp(1000));
+SELECT sb6.blocks(9000) AS blocks_after_step, sb6.blocks(4000) AS blocks_before;
+SELECT streamwm.drop_stream('sb6');
+SET client_min_messages = warning;
+DROP SCHEMA sb6 CASCADE;
+RESET client_min_messages;

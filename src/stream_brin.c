@@ -53,6 +53,7 @@
 #include "access/htup_details.h"
 #include "access/parallel.h"
 #include "access/relscan.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/pg_index.h"
@@ -118,6 +119,54 @@ stream_brin_getbitmap(IndexScanDesc scan, TIDBitmap *tbm)
 }
 
 /*
+ * Remove the placeholders that summarisations of 'index' left when they
+ * failed (cancelled, as autovacuum is by a conflicting lock; an error; a
+ * crash).  BRIN's summarisation takes a range with a placeholder for
+ * summarised and every scan reads it whole, forever; the function that
+ * would remove them, brin_desummarize_range(), refuses an index of another
+ * access method.  The caller holds SHARE UPDATE EXCLUSIVE on the index,
+ * which every summariser of a streamwm_brin index takes (below): no
+ * summarisation is under way, so every placeholder is such a leftover
+ * (brinRevmapDesummarizeRange says as much).  One look-up per block range,
+ * as BRIN's summarisation makes anyway.
+ */
+static void
+remove_orphan_placeholders(Relation heap, Relation index)
+{
+	BlockNumber pages_per_range;
+	BrinRevmap *revmap = brinRevmapInitialize(index, &pages_per_range, NULL);
+	BlockNumber nblocks = RelationGetNumberOfBlocks(heap);
+	Buffer		buf = InvalidBuffer;
+
+	for (BlockNumber start = 0; start < nblocks; start += pages_per_range)
+	{
+		OffsetNumber off;
+		Size		size;
+		BrinTuple  *tup;
+		bool		orphan;
+
+		CHECK_FOR_INTERRUPTS();
+		tup = brinGetTupleForHeapBlock(revmap, start, &buf, &off, &size,
+									   BUFFER_LOCK_SHARE, NULL);
+		if (tup == NULL)
+			continue;
+		orphan = BrinTupleIsPlaceholder(tup);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		if (orphan)
+		{
+			/* false: the index page moved under it; look again */
+			while (!brinRevmapDesummarizeRange(index, start))
+				CHECK_FOR_INTERRUPTS();
+		}
+		if (start > MaxBlockNumber - pages_per_range)
+			break;
+	}
+	if (BufferIsValid(buf))
+		ReleaseBuffer(buf);
+	brinRevmapTerminate(revmap);
+}
+
+/*
  * Summarise the index, as BRIN's cleanup does, if no one else is (a step,
  * or another VACUUM): summarisers must not run at the same time on one
  * index, and they take the index's own SHARE UPDATE EXCLUSIVE lock, not
@@ -135,6 +184,10 @@ stream_brin_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 
 	if (!info->analyze_only && ConditionalLockRelationOid(indexoid, ShareUpdateExclusiveLock))
 	{
+		Relation	heap = table_open(IndexGetRelation(indexoid, false), AccessShareLock);
+
+		remove_orphan_placeholders(heap, info->index);
+		table_close(heap, AccessShareLock);
 		stats = brinvacuumcleanup(info, stats);
 		UnlockRelationOid(indexoid, ShareUpdateExclusiveLock);
 	}
@@ -440,8 +493,9 @@ sw_stream_brin_init(void)
  * VACUUM cleanup (which also tidies the index's pages), called here and not
  * by VACUUM (stream_brin_vacuumcleanup), under SHARE UPDATE EXCLUSIVE on
  * the index, which keeps another step from summarising at the same time
- * (when one does, this one leaves it to it).  The caller holds a lock on
- * the table.
+ * (when one does, this one leaves it to it), after removing the
+ * placeholders failed summarisations left.  The caller holds a lock on the
+ * table.
  */
 void
 sw_stream_brin_summarize(Relation heap)
@@ -464,6 +518,7 @@ sw_stream_brin_summarize(Relation heap)
 			IndexVacuumInfo info = {0};
 			IndexBulkDeleteResult *stats;
 
+			remove_orphan_placeholders(heap, index);
 			info.index = index;
 			info.analyze_only = false;
 			info.report_progress = false;
