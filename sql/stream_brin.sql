@@ -359,3 +359,33 @@ SELECT streamwm.drop_stream('sb6');
 SET client_min_messages = warning;
 DROP SCHEMA sb6 CASCADE;
 RESET client_min_messages;
+
+-- COPY: once the first row of its first batch is the transaction's own, its
+-- index state takes no more of its rows one by one (stream_am.c,
+-- sw_stream_am_copy_row); all of them go into the index at commit, also
+-- into summarised ranges, and its own transaction finds them before.
+SELECT streamwm.create_stream('sb7', 'v int8, pad text', idle_timeout => '1 hour');
+INSERT INTO sb7 (sw_write_time, v, pad)
+SELECT to_timestamp(1000 + i / 1000.0), i, repeat('x', 200) FROM generate_series(1, 40000) i;
+SELECT streamwm.process('sb7', now => to_timestamp(1000));
+DELETE FROM sb7 WHERE v <= 39000;
+VACUUM sb7;
+SELECT max(sw_offset) AS old_max FROM sb7 \gset
+CREATE TEMP TABLE sb7_seen (phase text, n bigint, model bigint);
+SET enable_seqscan = off;
+SET enable_indexscan = off;
+BEGIN;
+COPY sb7 (v, pad) FROM PROGRAM 'seq 100001 105000 | sed "s/$/\tyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy/"';
+SELECT min((ctid::text::point)[0]) < 32 * 30 AS reused FROM sb7 WHERE v > 100000;
+INSERT INTO sb7_seen SELECT 'own', (SELECT count(*) FROM sb7 WHERE sw_partition = 0 AND sw_offset > :old_max),
+    (SELECT count(*) FROM sb7 WHERE sw_offset + 0 > :old_max);
+COMMIT;
+INSERT INTO sb7_seen SELECT 'after', (SELECT count(*) FROM sb7 WHERE sw_partition = 0 AND sw_offset > :old_max),
+    (SELECT count(*) FROM sb7 WHERE sw_offset + 0 > :old_max);
+SELECT streamwm.process('sb7', now => to_timestamp(1000));
+INSERT INTO sb7_seen SELECT 'summarised', (SELECT count(*) FROM sb7 WHERE sw_partition = 0 AND sw_offset > :old_max),
+    (SELECT count(*) FROM sb7 WHERE sw_offset + 0 > :old_max);
+RESET enable_seqscan;
+RESET enable_indexscan;
+SELECT phase, n, n = model AS found_all FROM sb7_seen;
+SELECT streamwm.drop_stream('sb7');

@@ -38,6 +38,7 @@
 
 #include "commit_order.h"
 #include "ingest.h"
+#include "stream_am.h"
 
 PG_FUNCTION_INFO_V1(streamwm_stream_am_handler);
 PG_FUNCTION_INFO_V1(streamwm_stream_check_method);
@@ -148,6 +149,10 @@ static struct
 	CommandId	cid;
 	LocalTransactionId lxid;
 	uint64		rows;			/* rows of that COPY filled before this batch */
+	Oid			relid;			/* ... into this stream */
+	bool		unfilled;		/* a row of it was stored as given */
+	bool		index_skipped;	/* sw_stream_am_copy_row() said yes */
+	ItemPointerData first;		/* where the first row of its last batch went */
 }			copy_rows;
 
 typedef struct CopyRowContext
@@ -191,13 +196,17 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 	else
 	{
 		if (copy_rows.copy != copy->arg || copy_rows.cid != cid ||
-			copy_rows.lxid != MyProc->lxid)
+			copy_rows.lxid != MyProc->lxid || copy_rows.relid != RelationGetRelid(rel))
 		{
 			copy_rows.copy = copy->arg;
 			copy_rows.cid = cid;
 			copy_rows.lxid = MyProc->lxid;
 			copy_rows.rows = 0;
+			copy_rows.relid = RelationGetRelid(rel);
+			copy_rows.unfilled = false;
+			copy_rows.index_skipped = false;
 		}
+		ItemPointerSetInvalid(&copy_rows.first);
 		/* in place of COPY's line, the row being filled */
 		cx.rel = rel;
 		cx.filtered = ((CopyFromState) copy->arg)->whereClause != NULL;
@@ -207,8 +216,22 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 		error_context_stack = &errcb;
 		for (int i = 0; i < nslots; i++)
 		{
+			bool		this_filled;
+
 			cx.row = copy_rows.rows + i + 1;
-			filled |= sw_ingest_fill_slot(rel, slots[i], NULL);
+			this_filled = sw_ingest_fill_slot(rel, slots[i], NULL);
+			filled |= this_filled;
+			if (!this_filled)
+			{
+				/* its indexes no longer take rows (below): none may pass by */
+				if (copy_rows.index_skipped)
+					ereport(ERROR,
+							(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+							 errmsg("a COPY into stream %s cannot store rows as given after it filled some",
+									RelationGetRelationName(rel)),
+							 errdetail("session_replication_role changed during the COPY.")));
+				copy_rows.unfilled = true;
+			}
 		}
 		error_context_stack = saved;
 		copy_rows.rows += nslots;
@@ -218,6 +241,27 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 	if (filled)
 		for (int i = 0; i < nslots; i++)
 			sw_commit_order_stored(rel, &slots[i]->tts_tid);
+	if (copy != NULL && nslots > 0)
+		copy_rows.first = slots[0]->tts_tid;
+}
+
+/*
+ * Is the row at 'tid' of 'rel' the first row of the batch that a COPY
+ * just stored, a COPY that filled every row it stored so far?  COPY enters
+ * a batch's rows into the indexes right after storing them, the first row
+ * first, with its own index state (stream_brin.c, which then takes no more
+ * rows of that COPY one by one: they all go into the index at commit).
+ * Every later row of that COPY is then filled as well, or the COPY fails.
+ */
+bool
+sw_stream_am_copy_row(Relation rel, ItemPointer tid)
+{
+	if (copy_rows.lxid != MyProc->lxid || copy_rows.relid != RelationGetRelid(rel) ||
+		copy_rows.unfilled || !ItemPointerIsValid(&copy_rows.first) ||
+		!ItemPointerEquals(&copy_rows.first, tid))
+		return false;
+	copy_rows.index_skipped = true;
+	return true;
 }
 
 /*
