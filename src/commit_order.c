@@ -173,27 +173,30 @@ typedef struct SwWriter
 
 /*
  * Where this transaction stored its rows in each local stream table: the
- * first and last heap block, and the runs of blocks in between, in the
- * table's storage as it was then (relfilenode: a rewrite in the
+ * runs of heap blocks, in the table's storage as it was then (relfilenode: a rewrite in the
  * transaction moves every row).  The access method notes each row it
  * stores (stream_am.c), renumbering each version it makes;
- * collect_own_rows() then reads only the span, not the stream's key index
+ * collect_own_rows() then reads only those blocks, not the stream's key index
  * (a stream need not have one), and the stream's own index gets the rows
  * of the runs' summarised block ranges at commit (stream_brin.c).  A
  * transaction that wrote a row an hour ago and one now, with others'
- * rows in between, has two short runs.  Runs are merged where they touch;
- * past SW_SPAN_RUNS, the two closest are merged (a run may then cover
+ * rows in between, has two short runs.  The runs are kept exact, sorted
+ * and apart (two writers extending the table at the same time take blocks
+ * in turn: each has a run per block or few, and renumbering read both
+ * writers' blocks while runs were merged into sixteen): past
+ * SW_SPAN_MAX_RUNS, neighbours are merged in pairs (a run may then cover
  * blocks it did not write: that costs, it is never wrong).
  */
+#define SW_SPAN_MAX_RUNS 65536
+
 typedef struct SwStoredSpan
 {
 	Oid			table;
 	Oid			relfilenode;
-	BlockNumber first;
-	BlockNumber last;
 	int			nruns;
+	int			capruns;
 	int			cur;			/* the run noted last */
-	BlockNumber runs[SW_SPAN_RUNS][2];
+	BlockNumber (*runs)[2];		/* sorted, neither overlapping nor touching */
 } SwStoredSpan;
 
 static SwStoredSpan *spans = NULL;
@@ -463,17 +466,47 @@ sw_commit_order_stored(Relation rel, ItemPointer tid)
 		sp = &spans[nspans++];
 		sp->table = table;
 		sp->relfilenode = rel->rd_node.relNode;
-		sp->first = sp->last = blk;
+		sp->capruns = 16;
+		sp->runs = MemoryContextAlloc(TopTransactionContext, sp->capruns * sizeof(sp->runs[0]));
 		sp->nruns = 1;
 		sp->cur = 0;
 		sp->runs[0][0] = sp->runs[0][1] = blk;
 		return;
 	}
-	if (blk < sp->first)
-		sp->first = blk;
-	if (blk > sp->last)
-		sp->last = blk;
 	note_run(sp, blk);
+}
+
+/* Merge run i of *sp with the next one if they now touch. */
+static void
+join_next_run(SwStoredSpan *sp, int i)
+{
+	BlockNumber (*r)[2] = sp->runs;
+
+	if (i + 1 < sp->nruns && (uint64) r[i][1] + 1 >= r[i + 1][0])
+	{
+		r[i][1] = Max(r[i][1], r[i + 1][1]);
+		memmove(&r[i + 1], &r[i + 2], (sp->nruns - i - 2) * sizeof(r[0]));
+		sp->nruns--;
+	}
+}
+
+/* The first run of *sp that starts after 'blk' (sp->nruns if none). */
+static int
+run_after(SwStoredSpan *sp, BlockNumber blk)
+{
+	int			lo = 0;
+	int			hi = sp->nruns;
+
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+
+		if (sp->runs[mid][0] > blk)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return lo;
 }
 
 /* Note block 'blk' in the runs of *sp. */
@@ -481,52 +514,59 @@ static void
 note_run(SwStoredSpan *sp, BlockNumber blk)
 {
 	BlockNumber (*r)[2] = sp->runs;
+	int			pos;
 
 	/* almost always: in or just after the run noted last */
 	if (blk >= r[sp->cur][0] && blk <= (uint64) r[sp->cur][1] + 1)
 	{
 		if (blk > r[sp->cur][1])
+		{
 			r[sp->cur][1] = blk;
+			join_next_run(sp, sp->cur);
+		}
 		return;
 	}
-	for (int i = 0; i < sp->nruns; i++)
-		if ((uint64) blk + 1 >= r[i][0] && blk <= (uint64) r[i][1] + 1)
+	pos = run_after(sp, blk);
+	if (pos > 0 && blk <= (uint64) r[pos - 1][1] + 1)
+	{
+		/* in or just after the run before */
+		r[pos - 1][1] = Max(r[pos - 1][1], blk);
+		sp->cur = pos - 1;
+		join_next_run(sp, pos - 1);
+		return;
+	}
+	if (pos < sp->nruns && (uint64) blk + 1 == r[pos][0])
+	{
+		/* just before the run after (and apart from the one before) */
+		r[pos][0] = blk;
+		sp->cur = pos;
+		return;
+	}
+	if (sp->nruns == sp->capruns)
+	{
+		if (sp->capruns >= SW_SPAN_MAX_RUNS)
 		{
-			r[i][0] = Min(r[i][0], blk);
-			r[i][1] = Max(r[i][1], blk);
-			sp->cur = i;
+			/* neighbours merged in pairs: half as many runs, wider */
+			int			n = 0;
+
+			for (int i = 0; i < sp->nruns; i += 2)
+			{
+				r[n][0] = r[i][0];
+				r[n][1] = r[Min(i + 1, sp->nruns - 1)][1];
+				n++;
+			}
+			sp->nruns = n;
+			sp->cur = 0;
+			note_run(sp, blk);
 			return;
 		}
-	if (sp->nruns == SW_SPAN_RUNS)
-	{
-		/* merge the two runs closest to each other (j starting after i) */
-		int			best = 0;
-		int			other = 1;
-		uint64		best_gap = PG_UINT64_MAX;
-
-		for (int i = 0; i < sp->nruns; i++)
-			for (int j = 0; j < sp->nruns; j++)
-			{
-				uint64		gap;
-
-				if (i == j || r[j][0] < r[i][0])
-					continue;
-				gap = r[j][0] > r[i][1] ? r[j][0] - r[i][1] : 0;
-				if (gap < best_gap)
-				{
-					best_gap = gap;
-					best = i;
-					other = j;
-				}
-			}
-		r[best][0] = Min(r[best][0], r[other][0]);
-		r[best][1] = Max(r[best][1], r[other][1]);
-		r[other][0] = r[sp->nruns - 1][0];
-		r[other][1] = r[sp->nruns - 1][1];
-		sp->nruns--;
+		sp->capruns *= 2;
+		sp->runs = r = repalloc(r, sp->capruns * sizeof(r[0]));
 	}
-	r[sp->nruns][0] = r[sp->nruns][1] = blk;
-	sp->cur = sp->nruns++;
+	memmove(&r[pos + 1], &r[pos], (sp->nruns - pos) * sizeof(r[0]));
+	r[pos][0] = r[pos][1] = blk;
+	sp->nruns++;
+	sp->cur = pos;
 }
 
 /*
@@ -534,19 +574,17 @@ note_run(SwStoredSpan *sp, BlockNumber blk)
  * in, if that is all of them: not if it stored rows in storage the table
  * had before (a rewrite since moved them).
  */
-static bool
-stored_span(Relation rel, BlockNumber *first, BlockNumber *last)
+static SwStoredSpan *
+stored_span(Relation rel)
 {
 	SwStoredSpan *sp = nspans == 0 ? NULL : span_of(RelationGetRelid(rel), rel->rd_node.relNode);
 
 	if (sp == NULL)
-		return false;
+		return NULL;
 	for (SwStoredSpan *earlier = spans; earlier < sp; earlier++)
 		if (earlier->table == sp->table)
-			return false;
-	*first = sp->first;
-	*last = sp->last;
-	return true;
+			return NULL;
+	return sp;
 }
 
 /*
@@ -592,15 +630,14 @@ bool
 sw_commit_order_owns_block(Relation rel, BlockNumber blk)
 {
 	SwStoredSpan *sp = nspans == 0 ? NULL : span_of(RelationGetRelid(rel), rel->rd_node.relNode);
+	int			pos;
 
 	if (sp == NULL)
 		return false;
 	if (blk >= sp->runs[sp->cur][0] && blk <= sp->runs[sp->cur][1])
 		return true;
-	for (int i = 0; i < sp->nruns; i++)
-		if (blk >= sp->runs[i][0] && blk <= sp->runs[i][1])
-			return true;
-	return false;
+	pos = run_after(sp, blk);
+	return pos > 0 && blk <= sp->runs[pos - 1][1];
 }
 
 /*
@@ -965,8 +1002,7 @@ collect_own_rows(int w, OwnRow **rows, int64 *n, int64 *cap)
 	AttrNumber	ao = get_attnum(table, "sw_offset");
 	Relation	idx;
 	TupleTableSlot *slot;
-	BlockNumber first;
-	BlockNumber last;
+	SwStoredSpan *sp;
 
 	if (ap == InvalidAttrNumber || ao == InvalidAttrNumber ||
 		get_atttype(table, ap) != INT4OID || get_atttype(table, ao) != INT8OID)
@@ -997,22 +1033,30 @@ collect_own_rows(int w, OwnRow **rows, int64 *n, int64 *cap)
 		index_endscan(scan);
 		index_close(idx, AccessShareLock);
 	}
-	else if (stored_span(rel, &first, &last))
+	else if ((sp = stored_span(rel)) != NULL)
 	{
-		/* the blocks the access method stored them in */
-		ItemPointerData lo;
-		ItemPointerData hi;
-		TableScanDesc scan;
+		/* the blocks the access method stored them in, run by run */
+		TableScanDesc scan = NULL;
 
-		ItemPointerSet(&lo, first, FirstOffsetNumber);
-		ItemPointerSet(&hi, last, MaxOffsetNumber);
-		scan = table_beginscan_tidrange(rel, SnapshotSelf, &lo, &hi);
-		while (table_scan_getnextslot_tidrange(scan, ForwardScanDirection, slot))
+		for (int i = 0; i < sp->nruns; i++)
 		{
-			CHECK_FOR_INTERRUPTS();
-			note_own_row(slot, w, ap, ao, rows, n, cap);
+			ItemPointerData lo;
+			ItemPointerData hi;
+
+			ItemPointerSet(&lo, sp->runs[i][0], FirstOffsetNumber);
+			ItemPointerSet(&hi, sp->runs[i][1], MaxOffsetNumber);
+			if (scan == NULL)
+				scan = table_beginscan_tidrange(rel, SnapshotSelf, &lo, &hi);
+			else
+				table_rescan_tidrange(scan, &lo, &hi);
+			while (table_scan_getnextslot_tidrange(scan, ForwardScanDirection, slot))
+			{
+				CHECK_FOR_INTERRUPTS();
+				note_own_row(slot, w, ap, ao, rows, n, cap);
+			}
 		}
-		table_endscan(scan);
+		if (scan != NULL)
+			table_endscan(scan);
 	}
 	else
 	{

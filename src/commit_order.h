@@ -24,7 +24,6 @@ extern void sw_commit_order_note(Oid relid, Oid table, Oid log, Oid seqoid, int3
 								 int64 offset);
 extern void sw_commit_order_stored(Relation rel, ItemPointer tid);
 /* the runs of blocks a transaction's rows went to, per stream table */
-#define SW_SPAN_RUNS 16
 extern int	sw_commit_order_own_runs(Oid table, BlockNumber (**runs)[2]);
 extern bool sw_commit_order_owns_block(Relation rel, BlockNumber blk);
 extern void sw_commit_order_flush_indexes(void);
