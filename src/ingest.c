@@ -108,7 +108,7 @@ PG_FUNCTION_INFO_V1(streamwm_ingest_lines);
  * state lives in its own context and is never changed once built, except
  * for the sticky partition; see ingest_state() for how one is replaced.
  */
-typedef struct IngestState
+struct IngestState
 {
 	bool		valid;
 	bool		foreign_trigger;	/* its sw_ingest is not streamwm's: no stream */
@@ -136,7 +136,7 @@ typedef struct IngestState
 	ExprContext *econtext;
 	TupleTableSlot *slot;
 	int			evaluating;		/* evaluations of key_expr/event_expr running */
-} IngestState;
+};
 
 typedef struct IngestCacheEntry
 {
@@ -1052,7 +1052,7 @@ form_with_tail(TupleTableSlot *slot, int first_tail, SlotValues v)
 		hoff += BITMAPLEN(desc->natts);
 	hoff = MAXALIGN(hoff);
 
-	tuple = (HeapTuple) palloc0(HEAPTUPLESIZE + hoff + data_len);
+	tuple = (HeapTuple) MemoryContextAllocZero(slot->tts_mcxt, HEAPTUPLESIZE + hoff + data_len);
 	tuple->t_data = td = (HeapTupleHeader) ((char *) tuple + HEAPTUPLESIZE);
 	tuple->t_len = hoff + data_len;
 	ItemPointerSetInvalid(&tuple->t_self);
@@ -1138,10 +1138,29 @@ slot_values_store(TupleTableSlot *slot, SlotValues v, IngestState *st)
 	Oid			tableoid = slot->tts_tableOid;
 	int			first_tail = st != NULL ? filled_tail(st, slot, v) : -1;
 
-	ExecForceStoreHeapTuple(first_tail >= 0 ?
-							form_with_tail(slot, first_tail, v) :
-							heap_form_tuple(slot->tts_tupleDescriptor, v.values, v.nulls),
-							slot, true);
+	if (first_tail >= 0)
+	{
+		/*
+		 * Formed in the slot's memory and handed over: ExecForceStoreHeapTuple()
+		 * copies a tuple into a buffer slot (COPY's) once more, and nothing
+		 * else can store one there.  What it does for such a slot, but the
+		 * copy.
+		 */
+		HeapTuple	tuple = form_with_tail(slot, first_tail, v);
+
+		if (TTS_IS_BUFFERTUPLE(slot))
+		{
+			ExecClearTuple(slot);
+			slot->tts_flags &= ~TTS_FLAG_EMPTY;
+			((BufferHeapTupleTableSlot *) slot)->base.tuple = tuple;
+			slot->tts_flags |= TTS_FLAG_SHOULDFREE;
+		}
+		else
+			ExecForceStoreHeapTuple(tuple, slot, true);
+	}
+	else
+		ExecForceStoreHeapTuple(heap_form_tuple(slot->tts_tupleDescriptor, v.values, v.nulls),
+								slot, true);
 	slot->tts_tableOid = tableoid;
 	pfree(v.values);
 	pfree(v.nulls);
@@ -1155,12 +1174,19 @@ slot_values_store(TupleTableSlot *slot, SlotValues v, IngestState *st)
  * filled in place; one that holds a formed tuple gets a new one.  False
  * (and nothing done) for a table of that access method that is no stream.
  */
-bool
-sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
+/*
+ * The stream state that fills the rows of 'rel', or NULL when they are not
+ * filled (no stream, or its trigger disabled; *as_given: stored as given
+ * under session_replication_role, each row checked by the caller).
+ */
+static IngestState *
+fill_state(Relation rel, bool *as_given)
 {
 	IngestState *st;
 	Trigger    *trigger;
 	char		tgenabled;
+
+	*as_given = false;
 
 	/*
 	 * Only a stream's rows are filled: a table rewrite (ALTER TABLE ... TYPE)
@@ -1169,7 +1195,7 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 	 */
 	trigger = find_ingest_trigger(rel);
 	if (trigger == NULL)
-		return false;
+		return NULL;
 	tgenabled = trigger->tgenabled;
 
 	/*
@@ -1179,7 +1205,7 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 	 * pg_restore --disable-triggers).
 	 */
 	if (tgenabled == TRIGGER_DISABLED)
-		return false;
+		return NULL;
 
 	/*
 	 * The relcache's trigger description is gone once anything read the
@@ -1193,15 +1219,44 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 		sw_require_extension_version();
 		trigger = find_ingest_trigger(rel);
 		if (trigger == NULL)
-			return false;
+			return NULL;
 	}
 	st = ingest_state(rel, trigger);
 	if (st->foreign_trigger)
+		return NULL;
+	*as_given = SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA ?
+		tgenabled == TRIGGER_FIRES_ON_ORIGIN :
+		tgenabled == TRIGGER_FIRES_ON_REPLICA;
+	return st;
+}
+
+/* Fill the row in 'slot' with state 'st' (fill_state()'s, not as given). */
+static void
+fill_with(IngestState *st, Relation rel, TupleTableSlot *slot)
+{
+	if (slot_holds_values(slot))
+		ingest_fill(st, rel, slot->tts_values, slot->tts_isnull);
+	else
+	{
+		SlotValues	v = slot_values_copy(slot);
+
+		ingest_fill(st, rel, v.values, v.nulls);
+		slot_values_store(slot, v, st);
+	}
+	/* counted once filled: the user's BEFORE triggers and constraints ran first */
+	rows_filled++;
+}
+
+bool
+sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
+{
+	bool		as_given;
+	IngestState *st = fill_state(rel, &as_given);
+
+	if (st == NULL)
 		return false;
 	slot_getallattrs(slot);
-	if (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA ?
-		tgenabled == TRIGGER_FIRES_ON_ORIGIN :
-		tgenabled == TRIGGER_FIRES_ON_REPLICA)
+	if (as_given)
 	{
 		/* stored as given, but never without what a step reads it by */
 		AttrNumber	atts[4];
@@ -1228,18 +1283,35 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 			if (slot->tts_isnull[atts[i] - 1])
 				filled->atts[filled->natts++] = atts[i];
 	}
-	if (slot_holds_values(slot))
-		ingest_fill(st, rel, slot->tts_values, slot->tts_isnull);
-	else
-	{
-		SlotValues	v = slot_values_copy(slot);
-
-		ingest_fill(st, rel, v.values, v.nulls);
-		slot_values_store(slot, v, st);
-	}
-	/* counted once filled: the user's BEFORE triggers and constraints ran first */
-	rows_filled++;
+	fill_with(st, rel, slot);
 	return true;
+}
+
+/*
+ * The state that fills every row of a batch of 'rel' (COPY's) alike, or
+ * NULL: rows are then filled one by one (sw_ingest_fill_slot).  Only when
+ * filling runs no user code (no event_time or partition_key expression)
+ * and rows are filled, not stored as given: nothing can then change
+ * between the rows, and what is looked up for each of them (the trigger,
+ * the state) is looked up once (2% of a COPY).
+ */
+IngestState *
+sw_ingest_batch_state(Relation rel)
+{
+	bool		as_given;
+	IngestState *st = fill_state(rel, &as_given);
+
+	if (st == NULL || as_given || st->event_expr != NULL || st->key_expr != NULL)
+		return NULL;
+	return st;
+}
+
+/* Fill one row of such a batch. */
+void
+sw_ingest_fill_batch_row(IngestState *st, Relation rel, TupleTableSlot *slot)
+{
+	slot_getallattrs(slot);
+	fill_with(st, rel, slot);
 }
 
 /*

@@ -27,6 +27,9 @@ extern Trigger *sw_copy_trigger(const Trigger *trigger);
 extern Expr *sw_ingest_partition_key(Relation rel, const Trigger *trigger);
 extern int32 sw_key_partition(FmgrInfo *hash, Oid collation, Datum key, int npartitions);
 extern bool sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled);
+typedef struct IngestState IngestState;
+extern IngestState *sw_ingest_batch_state(Relation rel);
+extern void sw_ingest_fill_batch_row(IngestState *st, Relation rel, TupleTableSlot *slot);
 extern void sw_ingest_unfill_slot(TupleTableSlot *slot, const SwFilled *filled);
 
 #endif							/* STREAMWM_INGEST_H */

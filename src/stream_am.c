@@ -184,6 +184,7 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 	ErrorContextCallback errcb;
 	CopyRowContext cx;
 	bool		filled = false;
+	IngestState *st;
 
 	while (copy != NULL && copy->callback != CopyFromErrorCallback)
 		copy = copy->previous;
@@ -214,12 +215,17 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 		errcb.arg = &cx;
 		errcb.previous = copy->previous;
 		error_context_stack = &errcb;
+		cx.row = copy_rows.rows + 1;
+		st = sw_ingest_batch_state(rel);
 		for (int i = 0; i < nslots; i++)
 		{
-			bool		this_filled;
+			bool		this_filled = true;
 
 			cx.row = copy_rows.rows + i + 1;
-			this_filled = sw_ingest_fill_slot(rel, slots[i], NULL);
+			if (st != NULL)
+				sw_ingest_fill_batch_row(st, rel, slots[i]);
+			else
+				this_filled = sw_ingest_fill_slot(rel, slots[i], NULL);
 			filled |= this_filled;
 			if (!this_filled)
 			{
