@@ -49,7 +49,7 @@ PGFILEDESC = "streamwm - event-time stream processing"
 
 REGRESS = ydb_example ingest stream_am windows watermarks queries retention property security recreate hostile stream_guard limits fuzz_regress spellings purge query_ddl panes engine extension_aggs aggstate_attack commit_order heartbeat controls chain lateness alter_query recompute origin ordered processing_time session count descriptions result_write batching stream_brin
 REGRESS_OPTS = --inputdir=. --outputdir=test/results
-ISOLATION = concurrent_writers concurrent_process commit_order idle_holds renumber heartbeat notify alter_query partition_claims speculative invalidation renumber_rights renumber_nokey start_latest latest_chunks chunk_turns renumber_in_place
+ISOLATION = concurrent_writers concurrent_process commit_order idle_holds renumber heartbeat notify alter_query partition_claims speculative invalidation renumber_rights renumber_nokey start_latest latest_chunks chunk_turns renumber_in_place renumber_fk
 ISOLATION_OPTS = --inputdir=test --outputdir=test/results/isolation
 # pg_isolation_regress does not make its output directory's parents
 REGRESS_PREP = results_dirs

@@ -77,12 +77,14 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_constraint.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_opfamily.h"
 #include "catalog/pg_sequence.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "commands/sequence.h"
+#include "commands/trigger.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
@@ -1328,6 +1330,118 @@ rewrite_offsets(Relation rel, AttrNumber att, OwnRow *rows, int64 n)
 }
 
 /*
+ * Foreign keys and renumbering.  A foreign key was checked with the offsets
+ * the rows had before renumbering changes them, and renumbering runs no
+ * trigger (update_offsets, rewrite_offsets).  A row of another table that
+ * this transaction made to refer to one of its stream rows by sw_offset (a
+ * user's unique index on (sw_partition, sw_offset) allows such a key)
+ * would be left referring to an offset that no longer exists, and a stream
+ * whose own foreign key uses sw_offset would come to refer to other rows
+ * (an attacker's review showed both).  So renumbering fails, and the
+ * transaction with it, when a table refers to one of the old offsets, or
+ * when the stream's own foreign key uses sw_offset.  Other transactions
+ * cannot refer to these rows before the commit: their check waits for it
+ * and then finds the row moved.  The foreign keys are found by their
+ * triggers on the stream (RI_FKey_trigger_type), each looked for as the
+ * referencing table's owner, as PostgreSQL's own checks run.
+ */
+static void
+check_foreign_keys(Relation rel, AttrNumber att, OwnRow *rows, int64 n)
+{
+	TriggerDesc *td = rel->trigdesc;
+	List	   *seen = NIL;
+	ArrayType  *old = NULL;
+
+	if (td == NULL)
+		return;
+	for (int i = 0; i < td->numtriggers; i++)
+	{
+		Trigger    *t = &td->triggers[i];
+		int			type = RI_FKey_trigger_type(t->tgfoid);
+		HeapTuple	tup;
+		Form_pg_constraint con;
+		int			nkeys;
+		AttrNumber	conkey[INDEX_MAX_KEYS];
+		AttrNumber	confkey[INDEX_MAX_KEYS];
+		AttrNumber	referring = InvalidAttrNumber;
+		Oid			child;
+		char	   *name;
+
+		if (type == RI_TRIGGER_NONE || !OidIsValid(t->tgconstraint) ||
+			list_member_oid(seen, t->tgconstraint))
+			continue;
+		seen = lappend_oid(seen, t->tgconstraint);
+		tup = SearchSysCache1(CONSTROID, ObjectIdGetDatum(t->tgconstraint));
+		if (!HeapTupleIsValid(tup))
+			continue;
+		con = (Form_pg_constraint) GETSTRUCT(tup);
+		DeconstructFkConstraintRow(tup, &nkeys, conkey, confkey, NULL, NULL, NULL, NULL, NULL);
+		child = con->conrelid;
+		name = pstrdup(NameStr(con->conname));
+		for (int k = 0; k < nkeys; k++)
+		{
+			if (type == RI_TRIGGER_FK && child == RelationGetRelid(rel) && conkey[k] == att)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("cannot renumber rows of stream %s: its foreign key \"%s\" uses sw_offset",
+								RelationGetRelationName(rel), name),
+						 errdetail("A row's sw_offset changes when its transaction is overtaken by another "
+								   "writer of its partition, which committed first."),
+						 errhint("Drop the foreign key, or give the stream a partition per writer.")));
+			if (type == RI_TRIGGER_PK && con->confrelid == RelationGetRelid(rel) &&
+				confkey[k] == att)
+				referring = conkey[k];
+		}
+		ReleaseSysCache(tup);
+		if (referring != InvalidAttrNumber)
+		{
+			Oid			types[1] = {INT8ARRAYOID};
+			Datum		values[1];
+			SwRoleContext rcx;
+			Oid			userid;
+			int			sec;
+			bool		refers;
+
+			if (old == NULL)
+			{
+				Datum	   *d = palloc(n * sizeof(Datum));
+
+				for (int64 r = 0; r < n; r++)
+					d[r] = Int64GetDatum(rows[r].offset);
+				old = construct_array(d, (int) n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+									  TYPALIGN_DOUBLE);
+			}
+			values[0] = PointerGetDatum(old);
+			if (SPI_connect() != SPI_OK_CONNECT)
+				elog(ERROR, "SPI_connect failed");
+			sw_enter_role(sw_relation_owner(child), SW_SAFE_SEARCH_PATH, &rcx);
+			/* as PostgreSQL's checks see rows: the owner's FORCE ROW LEVEL SECURITY aside */
+			GetUserIdAndSecContext(&userid, &sec);
+			SetUserIdAndSecContext(userid, sec | SECURITY_NOFORCE_RLS);
+			sw_spi_exec(psprintf("SELECT 1 FROM ONLY %s x WHERE x.%s OPERATOR(pg_catalog.=) ANY ($1) LIMIT 1",
+								 sw_relation_name(child),
+								 quote_identifier(get_attname(child, referring, false))),
+						1, types, values, NULL, SPI_OK_SELECT);
+			refers = SPI_processed > 0;
+			SetUserIdAndSecContext(userid, sec);
+			sw_leave_role(&rcx);
+			SPI_finish();
+			if (refers)
+				ereport(ERROR,
+						(errcode(ERRCODE_FOREIGN_KEY_VIOLATION),
+						 errmsg("cannot renumber rows of stream %s: table %s refers to them by sw_offset",
+								RelationGetRelationName(rel), sw_relation_name(child)),
+						 errdetail("Foreign key \"%s\" refers to rows this transaction wrote, whose "
+								   "sw_offset changes as it commits: another writer of their partition "
+								   "committed first.", name),
+						 errhint("Refer to a stream's rows only once they are committed, or give the "
+								 "stream a partition per writer.")));
+		}
+	}
+	list_free(seen);
+}
+
+/*
  * Give this transaction's rows in writes[from..to) (one stream) new
  * offsets above everything taken so far, keeping the order in which they
  * were written, across partitions too: collect_own_rows() finds them,
@@ -1427,6 +1541,7 @@ renumber(int from, int to)
 			continue;
 		rel = table_open(writes[w].table, RowExclusiveLock);
 		att = get_attnum(writes[w].table, "sw_offset");
+		check_foreign_keys(rel, att, rows, n);
 		if (offsets_in_place(rel, att, rows, n))
 		{
 			qsort(rows, n, sizeof(OwnRow), tid_cmp);
