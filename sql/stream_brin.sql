@@ -389,3 +389,63 @@ RESET enable_seqscan;
 RESET enable_indexscan;
 SELECT phase, n, n = model AS found_all FROM sb7_seen;
 SELECT streamwm.drop_stream('sb7');
+
+-- A COPY's rows stored as given (a superuser's column default switched
+-- session_replication_role to replica in the middle of it, after its index
+-- state stopped taking rows one by one) go into the index at commit all
+-- the same: every row a COPY stores is noted as the transaction's own.  A
+-- review found them missing when only filled rows were noted and a COPY
+-- nested in the default reset what the outer COPY knew; with and without
+-- a nested COPY here.
+SELECT streamwm.create_stream('sb8', 'v int8, pad text, w int8', idle_timeout => '1 hour');
+SELECT streamwm.create_stream('sb8_other', 'v int8', idle_timeout => '1 hour');
+INSERT INTO sb8 (sw_write_time, v, pad) SELECT to_timestamp(1000 + i / 1000.0), i, repeat('p', 100) FROM generate_series(1, 20000) i;
+DELETE FROM sb8 WHERE ((ctid::text::point)[0]::int) % 3 = 0;
+VACUUM sb8;
+SELECT streamwm.process('sb8', now => to_timestamp(1000));
+CREATE SEQUENCE sb8_calls;
+CREATE FUNCTION sb8_default(nested bool) RETURNS int8 LANGUAGE plpgsql STABLE AS $$
+DECLARE n int8 := nextval('sb8_calls');
+BEGIN
+    IF n = 1001 THEN
+        PERFORM set_config('session_replication_role', 'replica', false);
+        IF nested THEN PERFORM sb8_nested(); END IF;
+    END IF;
+    RETURN n;
+END $$;
+CREATE FUNCTION sb8_nested() RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    EXECUTE $c$COPY sb8_other (v, sw_partition, sw_offset, sw_write_time, sw_event_time)
+               FROM PROGRAM 'printf "1\t0\t1\t2026-01-01 00:00:00+00\t2026-01-01 00:00:00+00\n"'$c$;
+END $$;
+CREATE TEMP TABLE sb8_seen (nested bool, n bigint, model bigint);
+-- rows 1 to 1000 filled, 1001 to 3000 with their system columns given
+ALTER TABLE sb8 ALTER COLUMN w SET DEFAULT sb8_default(false);
+COPY sb8 (v, pad, sw_partition, sw_offset, sw_write_time, sw_event_time) FROM PROGRAM
+    $$awk 'BEGIN { for (i = 1; i <= 3000; i++) if (i <= 1000) printf "%d\tq\t\\N\t\\N\t\\N\t\\N\n", 100000 + i; else printf "%d\tq\t0\t%d\t2026-01-01 00:00:00+00\t2026-01-01 00:00:00+00\n", 100000 + i, 5000000 + i }'$$;
+RESET session_replication_role;
+SET enable_seqscan = off;
+SET enable_indexscan = off;
+INSERT INTO sb8_seen SELECT false, (SELECT count(*) FROM sb8 WHERE sw_partition = 0 AND sw_offset > 5000000),
+    (SELECT count(*) FROM sb8 WHERE sw_offset + 0 > 5000000);
+RESET enable_seqscan;
+RESET enable_indexscan;
+DELETE FROM sb8 WHERE v > 100000;
+SELECT setval('sb8_calls', 1, false);
+ALTER TABLE sb8 ALTER COLUMN w SET DEFAULT sb8_default(true);
+COPY sb8 (v, pad, sw_partition, sw_offset, sw_write_time, sw_event_time) FROM PROGRAM
+    $$awk 'BEGIN { for (i = 1; i <= 3000; i++) if (i <= 1000) printf "%d\tq\t\\N\t\\N\t\\N\t\\N\n", 100000 + i; else printf "%d\tq\t0\t%d\t2026-01-01 00:00:00+00\t2026-01-01 00:00:00+00\n", 100000 + i, 6000000 + i }'$$;
+RESET session_replication_role;
+SET enable_seqscan = off;
+SET enable_indexscan = off;
+INSERT INTO sb8_seen SELECT true, (SELECT count(*) FROM sb8 WHERE sw_partition = 0 AND sw_offset > 6000000),
+    (SELECT count(*) FROM sb8 WHERE sw_offset + 0 > 6000000);
+RESET enable_seqscan;
+RESET enable_indexscan;
+SELECT nested, n, n = model AS found_all FROM sb8_seen ORDER BY nested;
+SELECT count(*) AS nested_rows FROM sb8_other;
+SELECT streamwm.drop_stream('sb8');
+SELECT streamwm.drop_stream('sb8_other');
+DROP FUNCTION sb8_default(bool);
+DROP FUNCTION sb8_nested();
+DROP SEQUENCE sb8_calls;

@@ -187,9 +187,12 @@ typedef struct SwWriter
  * in turn: each has a run per block or few, and renumbering read both
  * writers' blocks while runs were merged into sixteen): past
  * SW_SPAN_MAX_RUNS, neighbours are merged in pairs (a run may then cover
- * blocks it did not write: that costs, it is never wrong).
+ * blocks it did not write: that costs, it is never wrong).  A run inserted
+ * before others moves them (blocks noted in falling order, free space a
+ * DELETE left): the bound keeps that to a few hundred megabytes of
+ * memmove() at worst.
  */
-#define SW_SPAN_MAX_RUNS 65536
+#define SW_SPAN_MAX_RUNS 8192
 
 typedef struct SwStoredSpan
 {

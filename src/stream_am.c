@@ -150,8 +150,6 @@ static struct
 	LocalTransactionId lxid;
 	uint64		rows;			/* rows of that COPY filled before this batch */
 	Oid			relid;			/* ... into this stream */
-	bool		unfilled;		/* a row of it was stored as given */
-	bool		index_skipped;	/* sw_stream_am_copy_row() said yes */
 	ItemPointerData first;		/* where the first row of its last batch went */
 }			copy_rows;
 
@@ -204,8 +202,6 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 			copy_rows.lxid = MyProc->lxid;
 			copy_rows.rows = 0;
 			copy_rows.relid = RelationGetRelid(rel);
-			copy_rows.unfilled = false;
-			copy_rows.index_skipped = false;
 		}
 		ItemPointerSetInvalid(&copy_rows.first);
 		/* in place of COPY's line, the row being filled */
@@ -219,31 +215,26 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 		st = sw_ingest_batch_state(rel);
 		for (int i = 0; i < nslots; i++)
 		{
-			bool		this_filled = true;
-
 			cx.row = copy_rows.rows + i + 1;
 			if (st != NULL)
 				sw_ingest_fill_batch_row(st, rel, slots[i]);
 			else
-				this_filled = sw_ingest_fill_slot(rel, slots[i], NULL);
-			filled |= this_filled;
-			if (!this_filled)
-			{
-				/* its indexes no longer take rows (below): none may pass by */
-				if (copy_rows.index_skipped)
-					ereport(ERROR,
-							(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-							 errmsg("a COPY into stream %s cannot store rows as given after it filled some",
-									RelationGetRelationName(rel)),
-							 errdetail("session_replication_role changed during the COPY.")));
-				copy_rows.unfilled = true;
-			}
+				(void) sw_ingest_fill_slot(rel, slots[i], NULL);
 		}
 		error_context_stack = saved;
 		copy_rows.rows += nslots;
+		/* every row a COPY stores is noted (below), filled or as given */
+		filled = true;
 	}
 	GetHeapamTableAmRoutine()->multi_insert(rel, slots, nslots, cid, options, bistate);
-	/* where they are, for renumbering at commit (commit_order.c) */
+
+	/*
+	 * Where they are, for renumbering at commit (commit_order.c) and for the
+	 * stream's own index, which gets them at commit (stream_brin.c).  A
+	 * COPY's rows all, also those stored as given (a role changed in the
+	 * middle of it): its index state may take no more rows one by one
+	 * (sw_stream_am_copy_row), and the commit enters them.
+	 */
 	if (filled)
 		for (int i = 0; i < nslots; i++)
 			sw_commit_order_stored(rel, &slots[i]->tts_tid);
@@ -252,22 +243,27 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 }
 
 /*
- * Is the row at 'tid' of 'rel' the first row of the batch that a COPY
- * just stored, a COPY that filled every row it stored so far?  COPY enters
- * a batch's rows into the indexes right after storing them, the first row
- * first, with its own index state (stream_brin.c, which then takes no more
- * rows of that COPY one by one: they all go into the index at commit).
- * Every later row of that COPY is then filled as well, or the COPY fails.
+ * Is the row at 'tid' of 'rel' the first row of the batch that the COPY
+ * running here just stored?  COPY enters a batch's rows into the indexes
+ * right after storing them, the first row first, with its own index state
+ * (stream_brin.c, which then takes no more rows of that COPY one by one:
+ * every row a COPY stores is noted, and all go into the index at commit).
+ * Only while that COPY's error context is on the stack: an INSERT later in
+ * the transaction, after a TRUNCATE, may store its first row at the same
+ * place.  (A COPY nested in another, run by a column default, sees its own
+ * batches: the outer COPY's are found again at its next batch.)
  */
 bool
 sw_stream_am_copy_row(Relation rel, ItemPointer tid)
 {
+	ErrorContextCallback *copy = error_context_stack;
+
 	if (copy_rows.lxid != MyProc->lxid || copy_rows.relid != RelationGetRelid(rel) ||
-		copy_rows.unfilled || !ItemPointerIsValid(&copy_rows.first) ||
-		!ItemPointerEquals(&copy_rows.first, tid))
+		!ItemPointerIsValid(&copy_rows.first) || !ItemPointerEquals(&copy_rows.first, tid))
 		return false;
-	copy_rows.index_skipped = true;
-	return true;
+	while (copy != NULL && copy->callback != CopyFromErrorCallback)
+		copy = copy->previous;
+	return copy != NULL && copy->arg == copy_rows.copy;
 }
 
 /*
