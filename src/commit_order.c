@@ -77,6 +77,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_opfamily.h"
@@ -1421,7 +1422,9 @@ check_foreign_keys(Relation rel, AttrNumber att, OwnRow *rows, int64 n)
 			/* as PostgreSQL's checks see rows: the owner's FORCE ROW LEVEL SECURITY aside */
 			GetUserIdAndSecContext(&userid, &sec);
 			SetUserIdAndSecContext(userid, sec | SECURITY_NOFORCE_RLS);
-			sw_spi_exec(psprintf("SELECT 1 FROM ONLY %s x WHERE x.%s OPERATOR(pg_catalog.=) ANY ($1) LIMIT 1",
+			/* as PostgreSQL's checks read it: a partitioned table with its partitions */
+			sw_spi_exec(psprintf("SELECT 1 FROM %s%s x WHERE x.%s OPERATOR(pg_catalog.=) ANY ($1) LIMIT 1",
+								 get_rel_relkind(child) == RELKIND_PARTITIONED_TABLE ? "" : "ONLY ",
 								 sw_relation_name(child),
 								 quote_identifier(get_attname(child, referring, false))),
 						1, types, values, NULL, SPI_OK_SELECT);
