@@ -1338,96 +1338,144 @@ rewrite_offsets(Relation rel, AttrNumber att, OwnRow *rows, int64 n)
  * the rows had before renumbering changes them, and renumbering runs no
  * trigger (update_offsets, rewrite_offsets).  A row of another table that
  * this transaction made to refer to one of its stream rows by sw_offset (a
- * user's unique index on (sw_partition, sw_offset) allows such a key)
- * would be left referring to an offset that no longer exists, and a stream
- * whose own foreign key uses sw_offset would come to refer to other rows
- * (an attacker's review showed both).  So renumbering fails, and the
- * transaction with it, when a table refers to one of the old offsets, or
- * when the stream's own foreign key uses sw_offset.  Other transactions
- * cannot refer to these rows before the commit: their check waits for it
- * and then finds the row moved.  The foreign keys are found by their
- * triggers on the stream (RI_FKey_trigger_type), each looked for as the
- * referencing table's owner, as PostgreSQL's own checks run.
+ * user's unique index on (sw_partition, sw_offset), or on sw_offset, allows
+ * such a key) would be left referring to an offset that no longer exists,
+ * and a stream whose own foreign key uses sw_offset would come to refer to
+ * other rows (an attacker's review showed both).  So renumbering fails, and
+ * the transaction with it, when a row this transaction wrote refers to one
+ * of the old offsets, or when the stream's own foreign key uses sw_offset.
+ * Other transactions cannot refer to these rows before the commit: their
+ * check waits for it and then finds the row moved; and their rows are not
+ * looked at (a role allowed to reference the stream could otherwise fail
+ * every renumbering commit with rows of its own: the second review).
+ *
+ * The foreign keys are found by their triggers on the stream
+ * (RI_FKey_trigger_type), copied first: the queries below read catalogs,
+ * and the relation's trigger description may be rebuilt meanwhile.  Each
+ * referring table is read as its owner, as PostgreSQL's own checks read
+ * it, with nothing of that owner's code: its column must be an integer
+ * (a type of the owner's with an implicit cast to int8 is also accepted by
+ * a foreign key; its cast would run here, and did, in the review: then the
+ * commit fails instead).
  */
 static void
 check_foreign_keys(Relation rel, AttrNumber att, OwnRow *rows, int64 n)
 {
-	TriggerDesc *td = rel->trigdesc;
-	List	   *seen = NIL;
+	Oid			relid = RelationGetRelid(rel);
+	List	   *constraints = NIL;
+	ListCell   *lc;
 	ArrayType  *old = NULL;
+	ArrayType  *xids = NULL;
 
-	if (td == NULL)
+	if (rel->trigdesc == NULL)
 		return;
-	for (int i = 0; i < td->numtriggers; i++)
+	for (int i = 0; i < rel->trigdesc->numtriggers; i++)
 	{
-		Trigger    *t = &td->triggers[i];
-		int			type = RI_FKey_trigger_type(t->tgfoid);
-		HeapTuple	tup;
+		Trigger    *t = &rel->trigdesc->triggers[i];
+
+		if (RI_FKey_trigger_type(t->tgfoid) != RI_TRIGGER_NONE && OidIsValid(t->tgconstraint))
+			constraints = list_append_unique_oid(constraints, t->tgconstraint);
+	}
+	foreach(lc, constraints)
+	{
+		HeapTuple	tup = SearchSysCache1(CONSTROID, ObjectIdGetDatum(lfirst_oid(lc)));
 		Form_pg_constraint con;
 		int			nkeys;
 		AttrNumber	conkey[INDEX_MAX_KEYS];
 		AttrNumber	confkey[INDEX_MAX_KEYS];
 		AttrNumber	referring = InvalidAttrNumber;
+		StringInfoData others;
+		bool		own = false;
 		Oid			child;
 		char	   *name;
 
-		if (type == RI_TRIGGER_NONE || !OidIsValid(t->tgconstraint) ||
-			list_member_oid(seen, t->tgconstraint))
-			continue;
-		seen = lappend_oid(seen, t->tgconstraint);
-		tup = SearchSysCache1(CONSTROID, ObjectIdGetDatum(t->tgconstraint));
 		if (!HeapTupleIsValid(tup))
 			continue;
 		con = (Form_pg_constraint) GETSTRUCT(tup);
+		if (con->contype != CONSTRAINT_FOREIGN)
+		{
+			ReleaseSysCache(tup);
+			continue;
+		}
 		DeconstructFkConstraintRow(tup, &nkeys, conkey, confkey, NULL, NULL, NULL, NULL, NULL);
 		child = con->conrelid;
 		name = pstrdup(NameStr(con->conname));
+		/* a stream that refers to itself is both */
 		for (int k = 0; k < nkeys; k++)
 		{
-			if (type == RI_TRIGGER_FK && child == RelationGetRelid(rel) && conkey[k] == att)
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-						 errmsg("cannot renumber rows of stream %s: its foreign key \"%s\" uses sw_offset",
-								RelationGetRelationName(rel), name),
-						 errdetail("A row's sw_offset changes when its transaction is overtaken by another "
-								   "writer of its partition, which committed first."),
-						 errhint("Drop the foreign key, or give the stream a partition per writer.")));
-			if (type == RI_TRIGGER_PK && con->confrelid == RelationGetRelid(rel) &&
-				confkey[k] == att)
+			if (con->conrelid == relid && conkey[k] == att)
+				own = true;
+			if (con->confrelid == relid && confkey[k] == att)
 				referring = conkey[k];
 		}
 		ReleaseSysCache(tup);
-		if (referring != InvalidAttrNumber)
+		if (own)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot renumber rows of stream %s: its foreign key \"%s\" uses sw_offset",
+							RelationGetRelationName(rel), name),
+					 errdetail("A row's sw_offset changes when its transaction is overtaken by another "
+							   "writer of its partition, which committed first."),
+					 errhint("Drop the foreign key, or give the stream a partition per writer.")));
+		if (referring == InvalidAttrNumber)
+			continue;
 		{
-			Oid			types[1] = {INT8ARRAYOID};
-			Datum		values[1];
+			Oid			type = getBaseType(get_atttype(child, referring));
+
+			if (type != INT2OID && type != INT4OID && type != INT8OID)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot renumber rows of stream %s: foreign key \"%s\" of table %s refers to sw_offset by a column of type %s",
+								RelationGetRelationName(rel), name, sw_relation_name(child),
+								format_type_be(get_atttype(child, referring))),
+						 errhint("Refer to sw_offset by an integer column.")));
+		}
+		/* MATCH SIMPLE: a row with a NULL in its key refers to nothing */
+		initStringInfo(&others);
+		for (int k = 0; k < nkeys; k++)
+			if (conkey[k] != referring)
+				appendStringInfo(&others, " AND x.%s IS NOT NULL",
+								 quote_identifier(get_attname(child, conkey[k], false)));
+		if (old == NULL)
+		{
+			Datum	   *d = palloc(n * sizeof(Datum));
+			TransactionId *children;
+			int			nchildren = xactGetCommittedChildren(&children);
+			Datum	   *x = palloc((nchildren + 1) * sizeof(Datum));
+
+			for (int64 r = 0; r < n; r++)
+				d[r] = Int64GetDatum(rows[r].offset);
+			old = construct_array(d, (int) n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+								  TYPALIGN_DOUBLE);
+			/* the rows this transaction wrote: its own and its subtransactions' */
+			x[0] = TransactionIdGetDatum(GetTopTransactionId());
+			for (int c = 0; c < nchildren; c++)
+				x[c + 1] = TransactionIdGetDatum(children[c]);
+			xids = construct_array(x, nchildren + 1, XIDOID, sizeof(TransactionId), true,
+								   TYPALIGN_INT);
+		}
+		{
+			Oid			types[2] = {INT8ARRAYOID, XIDARRAYOID};
+			Datum		values[2] = {PointerGetDatum(old), PointerGetDatum(xids)};
 			SwRoleContext rcx;
 			Oid			userid;
 			int			sec;
 			bool		refers;
 
-			if (old == NULL)
-			{
-				Datum	   *d = palloc(n * sizeof(Datum));
-
-				for (int64 r = 0; r < n; r++)
-					d[r] = Int64GetDatum(rows[r].offset);
-				old = construct_array(d, (int) n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
-									  TYPALIGN_DOUBLE);
-			}
-			values[0] = PointerGetDatum(old);
 			if (SPI_connect() != SPI_OK_CONNECT)
 				elog(ERROR, "SPI_connect failed");
 			sw_enter_role(sw_relation_owner(child), SW_SAFE_SEARCH_PATH, &rcx);
 			/* as PostgreSQL's checks see rows: the owner's FORCE ROW LEVEL SECURITY aside */
 			GetUserIdAndSecContext(&userid, &sec);
 			SetUserIdAndSecContext(userid, sec | SECURITY_NOFORCE_RLS);
-			/* as PostgreSQL's checks read it: a partitioned table with its partitions */
-			sw_spi_exec(psprintf("SELECT 1 FROM %s%s x WHERE x.%s OPERATOR(pg_catalog.=) ANY ($1) LIMIT 1",
+			/* a partitioned table with its partitions, as PostgreSQL's checks read it */
+			sw_spi_exec(psprintf("SELECT 1 FROM %s%s x WHERE x.%s OPERATOR(pg_catalog.=) ANY ($1)"
+								 " AND x.xmin OPERATOR(pg_catalog.=) ANY ($2)%s LIMIT 1",
 								 get_rel_relkind(child) == RELKIND_PARTITIONED_TABLE ? "" : "ONLY ",
 								 sw_relation_name(child),
-								 quote_identifier(get_attname(child, referring, false))),
-						1, types, values, NULL, SPI_OK_SELECT);
+								 quote_identifier(get_attname(child, referring, false)),
+								 others.data),
+						2, types, values, NULL, SPI_OK_SELECT);
 			refers = SPI_processed > 0;
 			SetUserIdAndSecContext(userid, sec);
 			sw_leave_role(&rcx);
@@ -1444,7 +1492,7 @@ check_foreign_keys(Relation rel, AttrNumber att, OwnRow *rows, int64 n)
 								 "stream a partition per writer.")));
 		}
 	}
-	list_free(seen);
+	list_free(constraints);
 }
 
 /*
