@@ -1167,14 +1167,6 @@ slot_values_store(TupleTableSlot *slot, SlotValues v, IngestState *st)
 }
 
 /*
- * Fill the system columns of a row about to be inserted into a local stream
- * (its table access method, stream_am.c, calls this for every row, after
- * the executor checked the constraints and before the heap gets the row).
- * A slot that holds its values as an array (COPY's, a projection's) is
- * filled in place; one that holds a formed tuple gets a new one.  False
- * (and nothing done) for a table of that access method that is no stream.
- */
-/*
  * The stream state that fills the rows of 'rel', or NULL when they are not
  * filled (no stream, or its trigger disabled; *as_given: stored as given
  * under session_replication_role, each row checked by the caller).
@@ -1247,6 +1239,14 @@ fill_with(IngestState *st, Relation rel, TupleTableSlot *slot)
 	rows_filled++;
 }
 
+/*
+ * Fill the system columns of a row about to be inserted into a local stream
+ * (its table access method, stream_am.c, calls this for every row, after
+ * the executor checked the constraints and before the heap gets the row).
+ * A slot that holds its values as an array (COPY's, a projection's) is
+ * filled in place; one that holds a formed tuple gets a new one.  False
+ * (and nothing done) for a table of that access method that is no stream.
+ */
 bool
 sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 {

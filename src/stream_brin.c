@@ -187,21 +187,34 @@ remove_orphan_placeholders(Relation heap, Relation index)
  * from it that long).  BRIN's other summarisers, brin_summarize_range() and
  * brin_desummarize_range(), refuse an index of another access method, and
  * an index build takes stronger locks.  A stream no step reads is
- * summarised by VACUUM (autovacuum), as a BRIN index is.
+ * summarised by VACUUM (autovacuum), as a BRIN index is.  Under that lock
+ * no summarisation is under way: the placeholders failed ones left are
+ * removed first.  False, and nothing done, when another holds it.
  */
-static IndexBulkDeleteResult *
-stream_brin_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
+static bool
+summarize_unless_busy(Relation heap, IndexVacuumInfo *info, IndexBulkDeleteResult **stats)
 {
 	Oid			indexoid = RelationGetRelid(info->index);
 
-	if (!info->analyze_only && ConditionalLockRelationOid(indexoid, ShareUpdateExclusiveLock))
-	{
-		Relation	heap = table_open(IndexGetRelation(indexoid, false), AccessShareLock);
+	if (!ConditionalLockRelationOid(indexoid, ShareUpdateExclusiveLock))
+		return false;
+	remove_orphan_placeholders(heap, info->index);
+	*stats = brinvacuumcleanup(info, *stats);
+	UnlockRelationOid(indexoid, ShareUpdateExclusiveLock);
+	return true;
+}
 
-		remove_orphan_placeholders(heap, info->index);
+/* VACUUM's cleanup of the index: summarise it (above), as BRIN's does. */
+static IndexBulkDeleteResult *
+stream_brin_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
+{
+	if (!info->analyze_only)
+	{
+		Relation	heap = table_open(IndexGetRelation(RelationGetRelid(info->index), false),
+									  AccessShareLock);
+
+		(void) summarize_unless_busy(heap, info, &stats);
 		table_close(heap, AccessShareLock);
-		stats = brinvacuumcleanup(info, stats);
-		UnlockRelationOid(indexoid, ShareUpdateExclusiveLock);
 	}
 	/* BRIN's counts are of summaries made: VACUUM must not store them */
 	if (stats != NULL)
@@ -524,13 +537,11 @@ sw_stream_brin_summarize(Relation heap)
 		 * expression or predicate is the owner's code (VACUUM summarises
 		 * the others, as the owner).
 		 */
-		if (sw_stream_brin_defers(index) && index->rd_index->indisvalid &&
-			ConditionalLockRelationOid(RelationGetRelid(index), ShareUpdateExclusiveLock))
+		if (sw_stream_brin_defers(index) && index->rd_index->indisvalid)
 		{
 			IndexVacuumInfo info = {0};
-			IndexBulkDeleteResult *stats;
+			IndexBulkDeleteResult *stats = NULL;
 
-			remove_orphan_placeholders(heap, index);
 			info.index = index;
 			info.analyze_only = false;
 			info.report_progress = false;
@@ -538,9 +549,8 @@ sw_stream_brin_summarize(Relation heap)
 			info.message_level = DEBUG2;
 			info.num_heap_tuples = -1;
 			info.strategy = NULL;
-			stats = brinvacuumcleanup(&info, NULL);
-			pfree(stats);
-			UnlockRelationOid(RelationGetRelid(index), ShareUpdateExclusiveLock);
+			if (summarize_unless_busy(heap, &info, &stats))
+				pfree(stats);
 		}
 		index_close(index, AccessShareLock);
 	}
