@@ -10,6 +10,7 @@ OBJS = \
 	src/api.o \
 	src/catalog.o \
 	src/citus.o \
+	src/citus_fold.o \
 	src/citus_route.o \
 	src/ingest.o \
 	src/stream_am.o \

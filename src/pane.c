@@ -75,6 +75,7 @@
 
 #include "aggstate.h"
 #include "catalog.h"
+#include "citus_fold.h"
 #include "limit.h"
 #include "pane.h"
 #include "query.h"
@@ -472,12 +473,16 @@ sw_pane_plan(Oid relid, const char *query, int64 hop_us, TimestampTz origin,
 {
 	static const char *const lead[1] = {"sw_pane"};
 	Query	   *q = sw_analyze_window_query(query);
+	PanePlan   *pp;
 
 	*why = refusal(q, relid);
 	if (*why != NULL)
 		return NULL;
-	return sw_partial_plan(relid, q, fold_rows_query(relid, hop_us, origin, processing_size_us),
-						   lead, 1, 0, "panes", why);
+	pp = sw_partial_plan(relid, q, fold_rows_query(relid, hop_us, origin, processing_size_us),
+						 lead, 1, 0, "panes", why);
+	if (pp != NULL)
+		pp->remote_fold = sw_citus_fold_sql(relid, q, hop_us, origin, processing_size_us);
+	return pp;
 }
 
 /* A state table's columns: the lead ones, sw_k1, .., sw_a1, .. */
@@ -741,13 +746,32 @@ pane_statement(const SwQueryDef *def, const PanePlan *pp, bool upsert)
 		char	   *bound = late ? psprintf("$5 - %s", lateness) : "$5";
 		char	   *top = psprintf("(SELECT pg_catalog.max(sw_pane) FROM %s)", panes);
 
+		char	   *fresh = pp->fold_select;
+
+		/*
+		 * Folded on the nodes (citus_fold.c): their partial states, $8, of
+		 * a pane and key that several partitions have merged here.
+		 */
+		if (pp->remote_fold != NULL)
+		{
+			StringInfoData f;
+
+			initStringInfo(&f);
+			appendStringInfo(&f, "SELECT %s", sw_state_columns(pp, "sw_f.", true));
+			for (int i = 1; i <= pp->naggs; i++)
+				appendStringInfo(&f, ", streamwm_internal.merge(sw_f.sw_a%d, '%u'::pg_catalog.oid)",
+								 i, pp->aggs[i - 1]);
+			appendStringInfo(&f, " FROM pg_catalog.unnest($8::%s[]) sw_f GROUP BY %s",
+							 panes, sw_state_columns(pp, "sw_f.", true));
+			fresh = f.data;
+		}
 		ctes = psprintf("sw_fresh(%s) AS (%s), sw_keep AS (INSERT INTO %s AS sw_t (%s)"
 						" SELECT * FROM sw_fresh WHERE sw_fresh.sw_pane > %s AND sw_fresh.sw_pane <= %s"
 						" ON CONFLICT (%s) DO %s RETURNING 1),"
 						" sw_add AS (INSERT INTO %s (%s) SELECT * FROM sw_fresh"
 						" WHERE sw_fresh.sw_pane > %s AND (sw_fresh.sw_pane > %s) IS NOT FALSE RETURNING 1),"
 						" sw_prune AS (DELETE FROM %s WHERE sw_pane > %s AND sw_pane <= %s RETURNING 1), ",
-						columns, pp->fold_select, panes, columns, bound, top,
+						columns, fresh, panes, columns, bound, top,
 						sw_state_columns(pp, "", true),
 						pp->naggs > 0 ? psprintf("UPDATE SET %s", sw_merge_states_sql(pp, "sw_t")) : "NOTHING",
 						panes, columns, bound, top,
@@ -800,9 +824,27 @@ sw_pane_statement(const SwQueryDef *def, const PanePlan *pp)
 	return pane_statement(def, pp, true);
 }
 
-/* The parameter types of the pane plan's statement. */
-static const Oid pane_param_types[SW_PANE_NPARAMS] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID,
-INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID};
+/*
+ * The parameter types of the pane plan's statement (types has room for
+ * SW_PANE_MAX_NPARAMS); returns their number.  Folded on the nodes, $8 is
+ * their partial states, an array of the pane table's row type.
+ */
+static int
+pane_param_types(const SwQueryDef *def, const PanePlan *pp, Oid *types)
+{
+	static const Oid local[SW_PANE_NPARAMS] = {INT8OID, INT8ARRAYOID, TIMESTAMPTZOID,
+	INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID};
+	Oid			rows;
+
+	memcpy(types, local, sizeof(local));
+	if (pp->remote_fold == NULL)
+		return SW_PANE_NPARAMS;
+	rows = get_array_type(get_rel_type_id(def->pane_table));
+	if (!OidIsValid(rows))
+		elog(ERROR, "pane table of query %s has no array type", def->name);
+	types[SW_PANE_NPARAMS] = rows;
+	return SW_PANE_NPARAMS + 1;
+}
 
 /*
  * The fold hashed.  A fold groups the step's rows by pane and key: far
@@ -921,24 +963,26 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 					   int64 *refired)
 {
 	const PanePlan *pp = e->pane_plan;
-	Datum		values[SW_PANE_NPARAMS];
-	char		nulls[SW_PANE_NPARAMS] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		values[SW_PANE_MAX_NPARAMS];
+	char		nulls[SW_PANE_MAX_NPARAMS] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			types[SW_PANE_MAX_NPARAMS];
+	int			nparams;
 	bool		rebuild;
 	bool		isnull;
 	int			nestlevel;
 
 	sw_ensure_pane_table(def, pp, &rebuild);
+	nparams = pane_param_types(def, pp, types);
 	if (e->plan == NULL || e->statement_pane_table != def->pane_table)
 	{
 		char	   *sql = sw_pane_statement(def, pp);
 
 		/* privileges before planning: see sw_check_statement_privileges */
-		sw_check_statement_privileges(sql, SW_PANE_NPARAMS, pane_param_types);
-		sw_step_entry_set_statement(e, sql, SW_PANE_NPARAMS, pane_param_types, def->pane_table,
+		sw_check_statement_privileges(sql, nparams, types);
+		sw_step_entry_set_statement(e, sql, nparams, types, def->pane_table,
 									CURSOR_OPT_GENERIC_PLAN);
 		if (sw_result_plain_insert_ok(def))
-			sw_step_entry_set_insert(e, pane_statement(def, pp, false), SW_PANE_NPARAMS,
-									 pane_param_types);
+			sw_step_entry_set_insert(e, pane_statement(def, pp, false), nparams, types);
 	}
 	values[0] = Int64GetDatum(def->start_offset);
 	values[1] = offsets;
@@ -958,6 +1002,11 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 	values[6] = BoolGetDatum(!def->processing &&
 							 sw_catalog_has_late_in(def->stream, def->start_offset, offsets,
 													nulls[3] == 'n' ? (Datum) 0 : values[3]));
+	if (pp->remote_fold != NULL)
+		values[7] = sw_citus_fold(def, pp->remote_fold, offsets,
+								  nulls[3] == 'n' ? (Datum) 0 : values[3],
+								  def->processing ? hi : DatumGetTimestampTz(values[5]),
+								  DatumGetBool(values[6]));
 	/*
 	 * The statement reads the stream by offset, per partition, on its key:
 	 * the range a step reads is narrow, but a generic plan cannot know it
@@ -998,19 +1047,26 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 /*
  * Plan a pane-plan query's statement as its owner, for create_query and
  * alter_query: the pane table is made now (or emptied, for a new text).
- * Returns the statement and its parameter types.  Only a pane table made
+ * Returns the statement, its parameters' number and types (room for
+ * SW_PANE_MAX_NPARAMS), and the value of $8 for a run over no rows when it
+ * folds on the nodes (whose fold is run once over no rows here).  Only a pane table made
  * or emptied here is recorded as folded from nothing: one whose state is
  * valid keeps how far it was folded (streamwm_internal._check_query can be
  * called on a running query, whose next step would otherwise fold every
  * retained row into its panes a second time).
  */
 char *
-sw_pane_check(SwQueryDef *def, const PanePlan *pp, const Oid **types)
+sw_pane_check(SwQueryDef *def, const PanePlan *pp, Oid *types, int *nparams, Datum *fresh)
 {
 	bool		rebuild;
 
 	sw_ensure_pane_table(def, pp, &rebuild);
 	sw_record_panes(def, pp, rebuild ? (Datum) 0 : def->folded_offsets);
-	*types = pane_param_types;
+	*nparams = pane_param_types(def, pp, types);
+	if (pp->remote_fold != NULL)
+	{
+		sw_citus_fold_check(def, pp->remote_fold);
+		*fresh = PointerGetDatum(construct_empty_array(get_rel_type_id(def->pane_table)));
+	}
 	return sw_pane_statement(def, pp);
 }

@@ -20,6 +20,8 @@ struct SwStepEntry;
 typedef struct PanePlan
 {
 	char	   *fold_select;	/* lead columns, sw_k1.., sw_a1.. of the new rows */
+	char	   *remote_fold;	/* the fold on a distributed stream's nodes, or NULL
+								 * (citus_fold.c) */
 	int			nlead;
 	const char *const *lead;	/* the lead columns' names */
 	Oid		   *lead_types;		/* and types */
@@ -52,9 +54,14 @@ extern void sw_pane_init(void);
 extern void sw_pane_upsert_windows(SwQueryDef *def, struct SwStepEntry *e, Datum offsets,
 								   TimestampTz lo, TimestampTz hi, int64 *windows,
 								   int64 *rows, int64 *refired);
-/* the pane plan's statement has this many parameters (pane.c) */
+/*
+ * the pane plan's statement has this many parameters (pane.c), one more
+ * (the nodes' partial states) when it folds on the nodes
+ */
 #define SW_PANE_NPARAMS 7
+#define SW_PANE_MAX_NPARAMS 8
 
-extern char *sw_pane_check(SwQueryDef *def, const PanePlan *pp, const Oid **types);
+extern char *sw_pane_check(SwQueryDef *def, const PanePlan *pp, Oid *types, int *nparams,
+						   Datum *fresh);
 
 #endif

@@ -1160,7 +1160,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	SwQueryDef *def;
 	SwRoleContext cx;
 	char	   *sql;
-	Datum		values[SW_PANE_NPARAMS];
+	Datum		values[SW_PANE_MAX_NPARAMS];
 	ErrorContextCallback errcb;
 
 	sw_require_extension_version();
@@ -1185,12 +1185,16 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 			sw_count_check(def);	/* count.c: the same */
 		else
 		{
-			int			nparams = def->pane ? SW_PANE_NPARAMS : def->ordered ? 5 : 3;
+			int			nparams = def->ordered ? 5 : 3;
+			Oid			pane_types[SW_PANE_MAX_NPARAMS];
 			const Oid  *types = general_param_types;
 
 			/* the pane plan's state table is made now, as the query's owner */
 			if (def->pane)
-				sql = sw_pane_check(def, pane_plan_of(def), &types);
+			{
+				sql = sw_pane_check(def, pane_plan_of(def), pane_types, &nparams, &values[7]);
+				types = pane_types;
+			}
 			else if (def->ordered)
 			{
 				sql = ordered_statement(def);
@@ -1206,7 +1210,7 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 			values[4] = def->ordered ? Int64GetDatum(0) : TimestampTzGetDatum(DT_NOBEGIN);
 			values[5] = TimestampTzGetDatum(DT_NOBEGIN);
 			values[6] = BoolGetDatum(true);
-			sw_dry_run_statement(name, sql, nparams, types, values, def->pane ? "   n   " : NULL);
+			sw_dry_run_statement(name, sql, nparams, types, values, def->pane ? "   n    " : NULL);
 		}
 	}
 	error_context_stack = errcb.previous;
