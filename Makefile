@@ -67,7 +67,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # every object reads SW_LIBRARY_VERSION through version.h
-$(OBJS): streamwm.control src/version.h
+$(OBJS): streamwm.control src/version.h $(wildcard src/*.h)
 
 .PHONY: results_dirs
 results_dirs:

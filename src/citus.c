@@ -1254,6 +1254,7 @@ sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
 	char	   *logname = sw_relation_name(logrel);
 	char	   *fence_sql;
 	char	   *rows_sql;
+	char	   *copied_sql;
 	TimestampTz safe = DT_NOEND;
 	int64	   *upto = palloc(np * sizeof(int64));
 	int64	   *done = palloc(np * sizeof(int64));
@@ -1398,19 +1399,38 @@ sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
 		SPI_freetuptable(SPI_tuptable);
 	}
 
-	/* 3. the rows, as the stream's owner (its policies run in the read: bounded) */
+	/*
+	 * 3. the rows, as the stream's owner (its policies run in the read:
+	 * bounded), after those the copy holds already: a step copies every row
+	 * up to its entries' end but may read fewer (its batch limit), and the
+	 * next copies on from there.  The copy of a partition is complete up to
+	 * its newest row (a later commit there gets higher offsets; retention
+	 * removes rows from the copy and the shards alike), so no row copied
+	 * can be there already: a plain INSERT (ON CONFLICT DO NOTHING took a
+	 * third longer: 922 against 613 ms for 250,000 Nexmark bids).
+	 */
 	cols = column_list(relid, NULL);
 	rows_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM %s t"
-						" WHERE t.sw_partition = $1 AND t.sw_offset > $2 AND t.sw_offset <= $3"
-						" ON CONFLICT DO NOTHING",
+						" WHERE t.sw_partition = $1 AND t.sw_offset > $2 AND t.sw_offset <= $3",
 						sw_relation_name(rowsrel), cols, column_list(relid, "t"), name);
+	copied_sql = psprintf("SELECT pg_catalog.max(r.sw_offset) FROM ONLY %s r"
+						  " WHERE r.sw_partition = $1", sw_relation_name(rowsrel));
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
 	for (int p = 0; p < np; p++)
 	{
 		Oid			types[3] = {INT4OID, INT8OID, INT8OID};
 		Datum		values[3] = {Int32GetDatum(p), Int64GetDatum(done[p]), Int64GetDatum(upto[p])};
+		bool		isnull;
+		Datum		copied;
 
 		if (upto[p] <= done[p])
+			continue;
+		sw_spi_exec(copied_sql, 1, types, values, NULL, SPI_OK_SELECT);
+		copied = sw_spi_getdatum(0, 1, &isnull);
+		if (!isnull && DatumGetInt64(copied) > done[p])
+			values[1] = copied;
+		SPI_freetuptable(SPI_tuptable);
+		if (DatumGetInt64(values[1]) >= upto[p])
 			continue;
 		sw_spi_exec_bounded(psprintf("reading stream %s", name), rows_sql, 3, types, values,
 							NULL, SPI_OK_INSERT, InvalidSnapshot);
