@@ -82,6 +82,7 @@
 
 #include "api.h"
 #include "catalog.h"
+#include "citus.h"
 #include "commit_order.h"
 #include "query.h"
 #include "result.h"
@@ -515,6 +516,9 @@ recompute_impl(PG_FUNCTION_ARGS)
 	processed = palloc0(sizeof(int64) * np);
 	sw_catalog_processed_offsets(def->stream, np, processed);
 	offsets = sw_int8_array(processed, np);
+	/* a distributed stream whose steps read its shards: its copy made now */
+	if (sw_stream_distributed(def->stream, NULL, NULL))
+		sw_citus_fill_copy(def->stream, processed, np);
 
 	/* as the query's owner, as a step runs it */
 	sw_enter_role(def->owner, def->search_path, &cx);

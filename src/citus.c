@@ -59,6 +59,7 @@
 #include "funcapi.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "storage/proc.h"
 #include "storage/lock.h"
 #include "utils/acl.h"
@@ -85,6 +86,7 @@
 
 #include "catalog.h"
 #include "citus.h"
+#include "purge.h"
 #include "commit_order.h"
 #include "ingest.h"
 #include "limit.h"
@@ -1246,7 +1248,7 @@ column_list(Oid relid, const char *alias)
  * clock.
  */
 TimestampTz
-sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
+sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner, bool on_nodes,
 					   SwStreamClock *clock, SwPartitionHold *live)
 {
 	int			np = clock->npartitions;
@@ -1407,8 +1409,37 @@ sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
 	 * its newest row (a later commit there gets higher offsets; retention
 	 * removes rows from the copy and the shards alike), so no row copied
 	 * can be there already: a plain INSERT (ON CONFLICT DO NOTHING took a
-	 * third longer: 922 against 613 ms for 250,000 Nexmark bids).
+	 * third longer: 922 against 613 ms for 250,000 Nexmark bids).  A
+	 * partition of which the copy holds nothing is copied from its first
+	 * row: after steps that folded on the nodes (below) that is every row
+	 * retention kept; otherwise there is none up to the processed offset
+	 * (retention removed them from both).
+	 *
+	 * When every query of the stream folds on the nodes (on_nodes), no
+	 * copy is made: the step reads the rows' event times from the shards,
+	 * and a copy left from earlier steps is emptied, so that a later step
+	 * that copies again copies every retained row.
 	 */
+	if (on_nodes)
+	{
+		Relation	rows = table_open(rowsrel, AccessShareLock);
+		bool		empty = RelationGetNumberOfBlocks(rows) == 0;
+
+		table_close(rows, NoLock);
+		if (!empty)
+		{
+			sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
+			sw_spi_exec(psprintf("TRUNCATE %s", sw_relation_name(rowsrel)), 0, NULL, NULL,
+						NULL, SPI_OK_UTILITY);
+			sw_leave_role(&rcx);
+		}
+		pfree(upto);
+		pfree(done);
+		pfree(node);
+		pfree(fenced);
+		pfree(active);
+		return safe;
+	}
 	cols = column_list(relid, NULL);
 	rows_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM %s t"
 						" WHERE t.sw_partition = $1 AND t.sw_offset > $2 AND t.sw_offset <= $3",
@@ -1427,7 +1458,9 @@ sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
 			continue;
 		sw_spi_exec(copied_sql, 1, types, values, NULL, SPI_OK_SELECT);
 		copied = sw_spi_getdatum(0, 1, &isnull);
-		if (!isnull && DatumGetInt64(copied) > done[p])
+		if (isnull)
+			values[1] = Int64GetDatum(PG_INT64_MIN);
+		else if (DatumGetInt64(copied) > done[p])
 			values[1] = copied;
 		SPI_freetuptable(SPI_tuptable);
 		if (DatumGetInt64(values[1]) >= upto[p])
@@ -1527,4 +1560,108 @@ sw_citus_init(void)
 	post_parse_analyze_hook = citus_post_parse_analyze;
 	prev_executor_start_hook = ExecutorStart_hook;
 	ExecutorStart_hook = citus_executor_start;
+}
+
+/*
+ * Retention of a distributed stream whose queries fold on the nodes
+ * (process.c), on the shards themselves, as the current role (the stream's
+ * owner): per partition (a router DELETE each), its accepted rows up to
+ * upto[p] with an event time before horizon (expire_rows), or (horizon
+ * DT_NOBEGIN) the late rows that arrived before cutoff (expire_late_rows).
+ * The late rows are the coordinator's late log's.  Returns the rows
+ * removed.
+ */
+uint64
+sw_citus_expire_on_nodes(Oid relid, const int64 *upto, TimestampTz horizon, TimestampTz cutoff)
+{
+	int			np = sw_stream_partitions(relid);
+	char	   *name = sw_relation_name(relid);
+	bool		late_only = TIMESTAMP_IS_NOBEGIN(horizon);
+	uint64		removed = 0;
+	char	   *sql;
+
+	if (late_only)
+		sql = psprintf("DELETE FROM %s t WHERE t.sw_partition = $1"
+					   " AND t.sw_offset = ANY ($4)", name);
+	else
+		sql = psprintf("DELETE FROM %s t WHERE t.sw_partition = $1 AND t.sw_offset <= $2"
+					   " AND (t.sw_event_time < $3) IS TRUE AND t.sw_offset <> ALL ($4)", name);
+	for (int p = 0; p < np; p++)
+	{
+		Oid			ltypes[5] = {OIDOID, INT4OID, INT8OID, BOOLOID, TIMESTAMPTZOID};
+		Datum		lvalues[5];
+		Oid			types[4] = {INT4OID, INT8OID, TIMESTAMPTZOID, INT8ARRAYOID};
+		Datum		values[4];
+		SwRoleContext cx;
+		bool		isnull;
+		Datum		late;
+
+		if (!late_only && upto[p] == PG_INT64_MIN)
+			continue;
+		/* this partition's late rows: kept, or (late_only) removed */
+		lvalues[0] = ObjectIdGetDatum(relid);
+		lvalues[1] = Int32GetDatum(p);
+		lvalues[2] = Int64GetDatum(late_only ? PG_INT64_MAX : upto[p]);
+		lvalues[3] = BoolGetDatum(late_only);
+		lvalues[4] = TimestampTzGetDatum(cutoff);
+		sw_enter_catalog(&cx);
+		sw_spi_exec("SELECT coalesce(pg_catalog.array_agg(l.sw_offset), '{}')"
+					" FROM streamwm.late_event_log l WHERE l.stream = $1 AND l.partition = $2"
+					" AND l.sw_offset <= $3 AND (NOT $4 OR l.arrival < $5)",
+					5, ltypes, lvalues, NULL, SPI_OK_SELECT);
+		late = PointerGetDatum(DatumGetArrayTypePCopy(sw_spi_getdatum(0, 1, &isnull)));
+		SPI_freetuptable(SPI_tuptable);
+		sw_leave_role(&cx);
+		if (late_only && ArrayGetNItems(ARR_NDIM(DatumGetArrayTypeP(late)),
+										ARR_DIMS(DatumGetArrayTypeP(late))) == 0)
+			continue;
+		values[0] = Int32GetDatum(p);
+		values[1] = Int64GetDatum(late_only ? PG_INT64_MAX : upto[p]);
+		values[2] = TimestampTzGetDatum(horizon);
+		values[3] = late;
+		sw_retention_delete(relid, name, sql, 4, types, values);
+		removed += SPI_processed;
+	}
+	return removed;
+}
+
+/*
+ * Make the coordinator's copy of a distributed stream hold every row up to
+ * the processed offsets, for streamwm.recompute() (alter.c), which reads
+ * the copy: after steps that read the shards (every query folded on the
+ * nodes) it is empty, and the next such step empties it again.  A
+ * partition of which the copy holds rows is complete up to them (above).
+ * As the stream's owner.
+ */
+void
+sw_citus_fill_copy(Oid relid, const int64 *processed, int np)
+{
+	Oid			rowsrel;
+	Oid			owner = sw_relation_owner(relid);
+	char	   *name = sw_relation_name(relid);
+	char	   *copied_sql;
+	char	   *rows_sql;
+	SwRoleContext rcx;
+
+	if (!sw_stream_distributed(relid, &rowsrel, NULL))
+		return;
+	copied_sql = psprintf("SELECT 1 FROM ONLY %s r WHERE r.sw_partition = $1 LIMIT 1",
+						  sw_relation_name(rowsrel));
+	rows_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM %s t"
+						" WHERE t.sw_partition = $1 AND t.sw_offset <= $2",
+						sw_relation_name(rowsrel), column_list(relid, NULL),
+						column_list(relid, "t"), name);
+	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
+	for (int p = 0; p < np; p++)
+	{
+		Oid			types[2] = {INT4OID, INT8OID};
+		Datum		values[2] = {Int32GetDatum(p), Int64GetDatum(processed[p])};
+
+		sw_spi_exec(copied_sql, 1, types, values, NULL, SPI_OK_SELECT);
+		if (SPI_processed > 0)
+			continue;
+		sw_spi_exec_bounded(psprintf("reading stream %s", name), rows_sql, 2, types, values,
+							NULL, SPI_OK_INSERT, InvalidSnapshot);
+	}
+	sw_leave_role(&rcx);
 }

@@ -33,7 +33,11 @@ extern bool sw_citus_route_copy(PlannedStmt *pstmt, const char *queryString, Oid
 								QueryCompletion *qc);
 extern Oid	sw_citus_log_shard(Oid shard, const char *logname);
 extern TimestampTz sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner,
-										  struct SwStreamClock *clock, SwPartitionHold *live);
+										  bool on_nodes, struct SwStreamClock *clock,
+										  SwPartitionHold *live);
+extern void sw_citus_fill_copy(Oid relid, const int64 *processed, int np);
+extern uint64 sw_citus_expire_on_nodes(Oid relid, const int64 *upto, TimestampTz horizon,
+									   TimestampTz cutoff);
 extern void sw_citus_forget_rows(Oid relid, struct SPITupleTable *tuptable, uint64 n);
 extern void sw_citus_prune_log(Oid logrel, const struct SwStreamClock *clock,
 							   const int64 *before);

@@ -217,6 +217,7 @@ typedef struct StepReader
 	int64	   *beyond_hi;		/* ... above this hi */
 	TimestampTz *beyond;		/* their min held_from, once known */
 	bool	   *beyond_known;
+	bool		on_nodes;		/* read from a distributed stream's shards */
 } StepReader;
 
 /*
@@ -579,7 +580,20 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	recv.cap = 1024;
 	recv.rows = palloc(recv.cap * sizeof(FetchedRow));
 	recv.sorted = true;
+	/*
+	 * From a distributed stream's shards (r->on_nodes): a join Citus runs
+	 * on each shard of those partitions (it cannot push down the LATERAL
+	 * read); the shards' rows come in no particular order, and are sorted
+	 * below.
+	 */
 	sw_spi_exec_bounded_to(psprintf("reading stream %s", relname),
+						   r->on_nodes ?
+						   psprintf("SELECT t.sw_partition, t.sw_offset, t.sw_event_time"
+									" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
+									" pg_catalog.unnest($3)) AS p(part, done, cut)"
+									" JOIN %s t ON t.sw_partition = p.part"
+									" AND t.sw_offset > p.done AND t.sw_offset <= p.cut"
+									" WHERE t.sw_partition = ANY ($1)", relname) :
 						   psprintf("SELECT s.sw_partition, s.sw_offset, s.sw_event_time"
 									" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
 									" pg_catalog.unnest($3)) AS p(part, done, cut)"
@@ -634,9 +648,9 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 			continue;
 		if (next_sql == NULL)
 		{
-			next_sql = psprintf("SELECT pg_catalog.min(t.sw_offset) FROM ONLY %s t"
+			next_sql = psprintf("SELECT pg_catalog.min(t.sw_offset) FROM %s%s t"
 								" WHERE t.sw_partition = $1 AND t.sw_offset > $2"
-								" AND t.sw_offset <= $3", relname);
+								" AND t.sw_offset <= $3", r->on_nodes ? "" : "ONLY ", relname);
 			sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
 		}
 		nvalues[0] = Int32GetDatum(p);
@@ -1242,7 +1256,7 @@ returning_if_distributed(Oid relid)
 
 static uint64
 expire_late_rows(Oid relid, Oid owner, const char *relname, int64 retention_us,
-				 TimestampTz now)
+				 TimestampTz now, bool on_nodes)
 {
 	SwRoleContext rcx;
 	Oid			types[2] = {OIDOID, TIMESTAMPTZOID};
@@ -1263,6 +1277,14 @@ expire_late_rows(Oid relid, Oid owner, const char *relname, int64 retention_us,
 	values[0] = ObjectIdGetDatum(relid);
 	values[1] = TimestampTzGetDatum(cutoff);
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
+	if (on_nodes)
+	{
+		/* no copy: on the shards (citus.c) */
+		removed = sw_citus_expire_on_nodes(relid, NULL, DT_NOBEGIN, cutoff);
+		sw_leave_role(&rcx);
+		sw_catalog_expire_late_log(relid, cutoff);
+		return removed;
+	}
 	sw_retention_delete(relid, relname,
 						psprintf("DELETE FROM ONLY %s t USING streamwm.late_event_log l"
 								 " WHERE l.stream OPERATOR(pg_catalog.=) $1"
@@ -1298,7 +1320,7 @@ expire_late_rows(Oid relid, Oid owner, const char *relname, int64 retention_us,
  */
 static uint64
 expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *clock,
-			int64 retention_us, TimestampTz needed)
+			int64 retention_us, TimestampTz needed, bool on_nodes)
 {
 	SwRoleContext rcx;
 	TimestampTz horizon;
@@ -1322,6 +1344,25 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
 		return 0;
 
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
+	if (on_nodes)
+	{
+		/* no copy: on the shards (citus.c), up to the mark's offsets */
+		Datum	   *marks;
+		bool	   *mnulls;
+		int			nmarks;
+		int64	   *upto = palloc(clock->npartitions * sizeof(int64));
+
+		deconstruct_array(DatumGetArrayTypeP(values[2]), INT8OID, 8, FLOAT8PASSBYVAL,
+						  TYPALIGN_DOUBLE, &marks, &mnulls, &nmarks);
+		for (int p = 0; p < clock->npartitions; p++)
+			upto[p] = p < nmarks && !mnulls[p] ? DatumGetInt64(marks[p]) : PG_INT64_MIN;
+		removed = sw_citus_expire_on_nodes(relid, upto, horizon, DT_NOBEGIN);
+		sw_leave_role(&rcx);
+		sw_catalog_consume_marks(relid, horizon, values[2], mark);
+		if (removed > 0)
+			sw_catalog_set_retained_from(relid, horizon);
+		return removed;
+	}
 	/*
 	 * The rows are collected on the primary key, partition by partition in
 	 * offset order, and deleted by ctid.  The event time test is kept from
@@ -1359,12 +1400,12 @@ expire_rows(Oid relid, Oid owner, const char *relname, const SwStreamClock *cloc
  */
 static void
 apply_retention(Oid relid, Oid owner, const char *relname, const SwStreamClock *clock,
-				int64 retention_us, TimestampTz needed, TimestampTz now)
+				int64 retention_us, TimestampTz needed, TimestampTz now, bool on_nodes)
 {
 	uint64		removed;
 
-	removed = expire_late_rows(relid, owner, relname, retention_us, now);
-	removed += expire_rows(relid, owner, relname, clock, retention_us, needed);
+	removed = expire_late_rows(relid, owner, relname, retention_us, now, on_nodes);
+	removed += expire_rows(relid, owner, relname, clock, retention_us, needed, on_nodes);
 	if (removed == 0)
 		return;
 	sw_catalog_count_expired(relid, (int64) removed);
@@ -1424,6 +1465,7 @@ chain_promise(Oid relid, Snapshot snapshot)
  */
 static List *steps_running = NIL;
 
+static bool folds_on_nodes(Oid relid);
 static int64 process_stream_once(Oid relid, TimestampTz now, bool from_worker,
 								 int64 max_rows);
 
@@ -1559,7 +1601,10 @@ process_stream_once(Oid relid, TimestampTz now, bool from_worker, int64 max_rows
 		for (int p = 0; p < clock.npartitions; p++)
 			before[p] = clock.parts[p].processed_offset;
 		/* each node's fence, then what arrived before the earliest of them */
-		fence_clock = sw_citus_read_arrivals(relid, rowsrel, logrel, owner, &clock, reader.live);
+		/* no copy of the rows when every query folds on the nodes */
+		reader.on_nodes = folds_on_nodes(relid);
+		fence_clock = sw_citus_read_arrivals(relid, rowsrel, logrel, owner, reader.on_nodes,
+											 &clock, reader.live);
 		CommandCounterIncrement();
 		reader.snapshot = RegisterSnapshot(GetLatestSnapshot());
 	}
@@ -1569,7 +1614,10 @@ process_stream_once(Oid relid, TimestampTz now, bool from_worker, int64 max_rows
 	clock.held_arg = &reader;
 	if (TIMESTAMP_IS_NOBEGIN(now))
 		now = fence_clock;
-	summarize_new_ranges(rowsrel, owner, rowsname);
+	if (reader.on_nodes)
+		rowsname = relname;
+	else
+		summarize_new_ranges(rowsrel, owner, rowsname);
 
 	for (;;)
 	{
@@ -1609,9 +1657,28 @@ process_stream_once(Oid relid, TimestampTz now, bool from_worker, int64 max_rows
 	if (distributed)
 		sw_citus_prune_log(logrel, &clock, before);
 	needed = close_all_windows(relid, &clock, now, from_worker);
-	apply_retention(relid, owner, rowsname, &clock, retention_us, needed, now);
+	apply_retention(relid, owner, rowsname, &clock, retention_us, needed, now, reader.on_nodes);
 	sw_leave_role(&ccx);
 	return events;
+}
+
+/*
+ * Does every query of distributed stream relid fold on the nodes
+ * (citus_fold.c)?  Then a step makes no copy of the rows (citus.c).
+ */
+static bool
+folds_on_nodes(Oid relid)
+{
+	ListCell   *lc;
+
+	foreach(lc, sw_catalog_stream_queries(relid))
+	{
+		SwQueryDef *def = sw_catalog_load_query(lfirst(lc));
+
+		if (def != NULL && !sw_query_folds_on_nodes(def))
+			return false;
+	}
+	return true;
 }
 
 /*

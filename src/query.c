@@ -1037,6 +1037,62 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 }
 
 /*
+ * Does query def fold on the nodes of its distributed stream (pane plan,
+ * citus_fold.c)?  Its pane plan is made now, as its owner, if its step
+ * entry has none yet (the entry keeps it for the query's step); a query
+ * whose plan cannot be made does not (its step reports why).  For the
+ * step's choice whether to copy the rows (process.c).
+ */
+bool
+sw_query_folds_on_nodes(const SwQueryDef *def)
+{
+	SwStepEntry *e;
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	if (!def->pane || def->session || def->count || def->ordered)
+		return false;
+	e = sw_step_entry(def);
+	if (e->pane_plan != NULL)
+		return ((PanePlan *) e->pane_plan)->remote_fold != NULL;
+	BeginInternalSubTransaction(NULL);
+	PG_TRY();
+	{
+		SwRoleContext rcx;
+		const char *why;
+		PanePlan   *pp;
+
+		sw_enter_role(def->owner, def->search_path, &rcx);
+		MemoryContextSwitchTo(e->cxt);
+		pp = sw_pane_plan(def->stream, def->query, def->hop_us, def->origin,
+						  def->processing ? def->size_us : 0, &why);
+		MemoryContextSwitchTo(cxt);
+		sw_leave_role(&rcx);
+		e->pane_plan = pp;
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return e->pane_plan != NULL && ((PanePlan *) e->pane_plan)->remote_fold != NULL;
+}
+
+/*
  * Compute again and upsert every window of a query whose start is in
  * (lo, hi] and that holds rows, from the stream's rows, whatever the
  * query's plan: the general plan's statement reads each window's rows as

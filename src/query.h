@@ -62,6 +62,7 @@ extern TimestampTz sw_refire_floor(const SwQueryDef *def, TimestampTz lo);
 extern void sw_recompute_windows(SwQueryDef *def, Datum offsets, TimestampTz lo,
 								 TimestampTz hi, int64 *windows, int64 *rows);
 extern SwQueryDef *sw_load_managed_query(const char *name);
+extern bool sw_query_folds_on_nodes(const SwQueryDef *def);
 extern void sw_rte_unrelation(RangeTblEntry *rte, RTEKind kind);
 extern int	sw_alone_stream_rtindex(Query *q, Oid relid, const char *kind);
 extern void sw_window_query_error_context(void *arg);

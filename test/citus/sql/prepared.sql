@@ -39,5 +39,5 @@ COMMIT PREPARED 'streamwm_stray';
 SET client_min_messages = warning;
 SELECT streamwm.process('pp');
 SELECT events FROM streamwm.streams WHERE stream = 'pp'::regclass;
-SELECT k, sw_partition FROM pp_sw_rows ORDER BY k;
+SELECT k, sw_partition FROM pp ORDER BY k;
 SELECT streamwm.drop_stream('pp');

@@ -57,12 +57,13 @@ INSERT INTO kc (k, sw_partition, sw_write_time)
 SELECT 9, p, '1970-01-01 00:10:00Z' FROM generate_series(0, 3) p;
 SELECT streamwm.process('kc');
 SELECT events, late_events, watermark FROM streamwm.streams WHERE stream = 'kc'::regclass;
-SELECT count(*) AS differ FROM (SELECT * FROM kc EXCEPT SELECT * FROM kc_sw_rows) d;
+-- (kcq folds on the nodes, fold.sql: the steps read the shards, no copy)
+SELECT count(*) AS copied FROM kc_sw_rows;
 -- the windows equal a recomputation from the stream's rows
 SELECT count(*) AS windows,
        count(*) FILTER (WHERE r.n IS DISTINCT FROM q.n) AS differ
   FROM kcq q FULL JOIN (SELECT date_bin('10 s', sw_event_time, 'epoch') AS ws, k, count(*) AS n
-                          FROM kc_sw_rows WHERE sw_event_time < '1970-01-01 00:10:00Z'
+                          FROM kc WHERE sw_event_time < '1970-01-01 00:10:00Z'
                          GROUP BY 1, 2) r
     ON r.ws = q.window_start AND r.k = q.k
  WHERE coalesce(q.window_start, r.ws) < '1970-01-01 00:10:00Z';
