@@ -866,6 +866,15 @@ streamwm_distribute(PG_FUNCTION_ARGS)
 	types[1] = TEXTOID;
 	sw_spi_exec("SELECT pg_catalog.create_distributed_table($1, 'partition', colocate_with => $2)",
 				2, types, values, NULL, SPI_OK_SELECT);
+	/*
+	 * The stream's owner prunes the log after a step (sw_citus_prune_log):
+	 * a step's writes on the nodes must all be one user's.  Deleting its
+	 * stream's log entries only loses that stream's arrivals, which its
+	 * owner can do to its rows anyway.
+	 */
+	sw_spi_exec(psprintf("GRANT SELECT, DELETE ON %s TO %s", logname,
+						 quote_identifier(GetUserNameFromId(sw_relation_owner(stream), false))),
+				0, NULL, NULL, NULL, SPI_OK_UTILITY);
 
 	types[1] = REGCLASSOID;
 	types[2] = REGCLASSOID;
@@ -1482,10 +1491,23 @@ sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner, bool on_no
  * the entries read, all but each partition's newest (the next commit there
  * compares with it), in one statement on the nodes whose partitions the
  * step read.  'before' holds the processed offsets the step started from.
+ *
+ * As the stream's owner, granted DELETE on the log when the stream was
+ * distributed, after retention (which deletes on the shards as that role):
+ * Citus refuses, in one transaction, a second user on placements co-located
+ * with ones a first user modified, so every write a step makes on the nodes
+ * is the stream owner's, and comes after the queries' folds on the nodes,
+ * which read as each query's owner (citus_fold.c).  Pruning as the
+ * catalog's owner, before the queries, failed every step of a stream of an
+ * ordinary role once retention removed rows.  (A log made before that grant
+ * is pruned as the catalog's owner.)
  */
 void
-sw_citus_prune_log(Oid logrel, const SwStreamClock *clock, const int64 *before)
+sw_citus_prune_log(Oid logrel, Oid owner, const SwStreamClock *clock, const int64 *before)
 {
+	SwRoleContext rcx;
+	bool		as_owner = pg_class_aclcheck(logrel, owner, ACL_DELETE) == ACLCHECK_OK;
+
 	int			np = clock->npartitions;
 	int32	   *moved = palloc(np * sizeof(int32));
 	int64	   *upto = palloc(np * sizeof(int64));
@@ -1503,11 +1525,15 @@ sw_citus_prune_log(Oid logrel, const SwStreamClock *clock, const int64 *before)
 		return;
 	values[0] = sw_int4_array(moved, n);
 	values[1] = sw_int8_array(upto, np);
+	if (as_owner)
+		sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
 	sw_spi_exec_bounded(psprintf("pruning commit log %s", sw_relation_name(logrel)),
 						psprintf("DELETE FROM %s WHERE partition = ANY ($1)"
 								 " AND hi < ($2::pg_catalog.int8[])[partition + 1]",
 								 sw_relation_name(logrel)),
 						2, types, values, NULL, SPI_OK_DELETE, InvalidSnapshot);
+	if (as_owner)
+		sw_leave_role(&rcx);
 }
 
 /*

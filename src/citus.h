@@ -39,7 +39,7 @@ extern void sw_citus_fill_copy(Oid relid, const int64 *processed, int np);
 extern uint64 sw_citus_expire_on_nodes(Oid relid, const int64 *upto, TimestampTz horizon,
 									   TimestampTz cutoff);
 extern void sw_citus_forget_rows(Oid relid, struct SPITupleTable *tuptable, uint64 n);
-extern void sw_citus_prune_log(Oid logrel, const struct SwStreamClock *clock,
+extern void sw_citus_prune_log(Oid logrel, Oid owner, const struct SwStreamClock *clock,
 							   const int64 *before);
 
 #endif							/* STREAMWM_CITUS_H */

@@ -32,10 +32,12 @@
  * (such a state carries a MAC under a key of the data directory that wrote
  * it, aggstate.c, which the coordinator cannot check for a node's).  The
  * stream must not have row-level security.  Any other query on a
- * distributed stream folds the coordinator's copy, as before.  Citus
- * deparses what it sends with every operator and function qualified
+ * distributed stream folds the coordinator's copy, as before.  The fold
+ * runs as the query's owner, as the local fold does.  Citus deparses what
+ * it sends with every operator and function qualified
  * (OPERATOR(pg_catalog.=)), so no object planted in a node's search path
- * is reached.
+ * is reached.  When every query of a stream folds here, steps make no copy
+ * of its rows (process.c, citus.c).
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -177,23 +179,19 @@ sw_citus_fold_sql(Oid relid, Query *q, int64 hop_us, TimestampTz origin,
 }
 
 /*
- * Run the fold, its privileges checked as the current user (the query's
- * owner), as the stream's owner: the step read the stream's shards as that
- * role (citus.c), and Citus refuses, in one transaction, a second role on
- * placements the first used.  No code of anyone's runs in it (above), so
- * the role only decides the privileges, which are the query owner's.
+ * Run the fold as the current user, the query's owner, as the local fold
+ * runs: even built-in functions can run SQL (query_to_xml) or need
+ * privileges (pg_read_file).  It only reads on the nodes, and a step writes
+ * there only after its queries (sw_citus_prune_log).
  */
 static void
 run_fold(const SwQueryDef *def, const char *fold_sql, Oid *types, Datum *values,
 		 const char *nulls)
 {
-	SwRoleContext cx;
-
+	/* privileges before planning: see sw_check_statement_privileges */
 	sw_check_statement_privileges(fold_sql, 6, types);
-	sw_enter_catalog(&cx);
 	sw_spi_exec_bounded(psprintf("folding query %s on the nodes", def->name), fold_sql,
 						6, types, values, nulls, SPI_OK_SELECT, NULL);
-	sw_leave_role(&cx);
 }
 
 /*

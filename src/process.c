@@ -1654,10 +1654,11 @@ process_stream_once(Oid relid, TimestampTz now, bool from_worker, int64 max_rows
 
 	save_stream(relid, &clock, events, &late, now);
 	sw_catalog_prune_commit_log(relid, processed_offsets(&clock));
-	if (distributed)
-		sw_citus_prune_log(logrel, &clock, before);
 	needed = close_all_windows(relid, &clock, now, from_worker);
 	apply_retention(relid, owner, rowsname, &clock, retention_us, needed, now, reader.on_nodes);
+	/* after the queries and retention: see sw_citus_prune_log */
+	if (distributed)
+		sw_citus_prune_log(logrel, owner, &clock, before);
 	sw_leave_role(&ccx);
 	return events;
 }

@@ -107,6 +107,40 @@ SELECT streamwm.process('so', now => '2026-01-01 00:02:00+00');
 SELECT events - :events_before AS read_after FROM streamwm.streams WHERE stream = 'so'::regclass;
 RESET streamwm.query_timeout;
 
+-- A stream of an ordinary role whose steps remove rows by retention, and a
+-- query on it that folds on the nodes (fold.sql): every write a step makes
+-- on the nodes (retention, the log's pruning) is the stream owner's, after
+-- the queries' reads.  Citus refuses a second user on placements co-located
+-- with ones a first modified in the transaction: with the log pruned as the
+-- catalog's owner before retention, every such step failed.  The query
+-- uses query_to_xml, which runs SQL: the fold runs as the query's owner,
+-- never as the catalog's.
+SET ROLE regress_own_alice;
+SELECT streamwm.create_stream('sr', 'k int, v int', partitions => 2, distributed => true,
+                              retention => '10 s');
+-- (a row counts only if the SQL that query_to_xml runs sees alice)
+SELECT streamwm.create_query('srq',
+  $$SELECT k, count(*) AS n FROM sr
+     WHERE pg_catalog.strpos(pg_catalog.query_to_xml('SELECT current_user AS u', false, true, '')::text,
+                             '>regress_own_alice<') > 0 GROUP BY k$$,
+  hop => '10 s', size => '10 s');
+SELECT plan FROM streamwm.queries WHERE query = 'srq';
+INSERT INTO sr (k, v, sw_partition, sw_write_time)
+SELECT i % 2, i, i % 2, '2026-01-01 00:00:00+00'::timestamptz + i * interval '1 s'
+  FROM generate_series(1, 60) i;
+SELECT streamwm.process('sr', now => '2026-01-01 00:10:00+00');
+INSERT INTO sr (k, v, sw_partition, sw_write_time)
+SELECT i % 2, i, i % 2, '2026-01-01 00:00:00+00'::timestamptz + i * interval '1 s'
+  FROM generate_series(61, 120) i;
+SELECT streamwm.process('sr', now => '2026-01-01 00:10:00+00');
+SELECT events, expired_rows > 0 AS expired FROM streamwm.streams WHERE stream = 'sr'::regclass;
+SELECT min(sw_event_time) >= '2026-01-01 00:01:40+00' AS retained FROM sr;
+-- every row of the closed windows [0 s, 110 s) counted (W is 120 s)
+SELECT sum(n) AS counted, count(DISTINCT window_start) AS windows FROM srq;
+SELECT streamwm.drop_stream('sr', cascade => true);
+DROP TABLE srq;
+RESET ROLE;
+
 -- dropped by its owner, the log with it (the catalog's, dropped as the catalog)
 SET ROLE regress_own_alice;
 SELECT streamwm.drop_stream('so', cascade => true);
