@@ -741,6 +741,52 @@ streamwm_state_ffunc(PG_FUNCTION_ARGS)
 }
 
 /*
+ * A state of aggregate aggfnoid that a node of a Citus cluster wrote,
+ * under its own key, as the output of streamwm_internal.partial in the
+ * fold this server sent it (citus_fold.c), signed with this server's key
+ * after checking that it is a state of that aggregate.  Such bytes come
+ * from no table anyone can write, only from our own aggregate on a node
+ * of the cluster, which this server trusts as Citus does: its MAC cannot
+ * be checked here (another key, another database).  Never for bytes a
+ * role could have chosen.
+ */
+bytea *
+sw_state_vouch(bytea *state, Oid aggfnoid)
+{
+	SwStateHeader hdr;
+	Size		len = VARSIZE_ANY_EXHDR(state);
+	const char *data = VARDATA_ANY(state);
+	HeapTuple	tup;
+	Oid			transtype;
+	bytea	   *result;
+
+	tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(aggfnoid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for aggregate %u", aggfnoid);
+	transtype = ((Form_pg_aggregate) GETSTRUCT(tup))->aggtranstype;
+	ReleaseSysCache(tup);
+	if (len < sizeof(hdr))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("partial aggregate state is too short")));
+	memcpy(&hdr, data, sizeof(hdr));
+	if (hdr.version != SW_STATE_VERSION || hdr.aggfnoid != aggfnoid ||
+		hdr.transtype != transtype || (hdr.isnull != 0 && hdr.isnull != 1))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("partial aggregate state is not a state of aggregate %s",
+						format_procedure(aggfnoid))));
+	if (transtype != INTERNALOID)
+		return state;
+	result = palloc(VARHDRSZ + len);
+	SET_VARSIZE(result, VARHDRSZ + len);
+	state_mac(&hdr, data + sizeof(hdr), len - sizeof(hdr), hdr.mac);
+	memcpy(VARDATA(result), &hdr, sizeof(hdr));
+	memcpy(VARDATA(result) + sizeof(hdr), data + sizeof(hdr), len - sizeof(hdr));
+	return result;
+}
+
+/*
  * A serialized state read back, after checking it is this aggregate's and
  * was written by this server; *isnull for a NULL state.
  */

@@ -8,5 +8,6 @@
 
 extern const char *sw_agg_piecewise_refusal(Oid aggfnoid);
 extern char *sw_state_stamp(void);
+extern bytea *sw_state_vouch(bytea *state, Oid aggfnoid);
 
 #endif

@@ -27,11 +27,13 @@
  * A query qualifies when what the nodes run is the same there: every
  * function, operator and aggregate in it is built in (OID below
  * FirstNormalObjectId: the same on every node of one PostgreSQL version;
- * an extension's or a user's may differ or be missing on a node), so are
- * the aggregates' input collations, and no aggregate has an internal state
- * (such a state carries a MAC under a key of the data directory that wrote
- * it, aggstate.c, which the coordinator cannot check for a node's).  The
- * stream must not have row-level security.  Any other query on a
+ * an extension's or a user's may differ or be missing on a node), and so
+ * are the aggregates' input collations.  An internal state carries a MAC
+ * under the key of the data directory that wrote it (aggstate.c), which
+ * the coordinator cannot check for a node's: it checks that each state is
+ * of its aggregate and signs it with its own key (sw_state_vouch), as the
+ * bytes come from our aggregate on a node of the cluster, never from a
+ * table anyone can write.  The stream must not have row-level security.  Any other query on a
  * distributed stream folds the coordinator's copy, as before.  The fold
  * runs as the query's owner, as the local fold does.  Citus deparses what
  * it sends with every operator and function qualified
@@ -44,11 +46,11 @@
 
 #include "access/htup_details.h"
 #include "access/transam.h"
-#include "catalog/pg_aggregate.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "utils/array.h"
@@ -58,6 +60,7 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
+#include "aggstate.h"
 #include "catalog.h"
 #include "citus_fold.h"
 #include "limit.h"
@@ -78,22 +81,8 @@ node_walker(Node *node, void *context)
 		return false;
 	if (check_functions_in_node(node, not_built_in, NULL))
 		return true;
-	if (IsA(node, Aggref))
-	{
-		Aggref	   *a = (Aggref *) node;
-		HeapTuple	tup;
-		bool		internal;
-
-		if (not_built_in(a->inputcollid, NULL))
-			return true;
-		tup = SearchSysCache1(AGGFNOID, ObjectIdGetDatum(a->aggfnoid));
-		if (!HeapTupleIsValid(tup))
-			return true;
-		internal = ((Form_pg_aggregate) GETSTRUCT(tup))->aggtranstype == INTERNALOID;
-		ReleaseSysCache(tup);
-		if (internal)
-			return true;
-	}
+	if (IsA(node, Aggref) && not_built_in(((Aggref *) node)->inputcollid, NULL))
+		return true;
 	/* a domain's checks may run anyone's code */
 	if (IsA(node, CoerceToDomain))
 		return true;
@@ -138,8 +127,17 @@ sw_citus_fold_sql(Oid relid, Query *q, int64 hop_us, TimestampTz origin,
 	const char *why;
 	ListCell   *lc;
 
-	if (!sw_stream_distributed(relid, NULL, NULL) || row_security(relid) ||
-		node_walker((Node *) q, NULL))
+	/*
+	 * Only for the stream's owner: the nodes' shards are the owner's
+	 * tables, which it can change there (a view in a shard's place, a
+	 * policy) and the coordinator does not see, so a read of them runs the
+	 * owner's code.  A query of another role (a member of the owner's, or
+	 * a superuser) folds the coordinator's copy.  Plans are made as the
+	 * query's owner (query.c, pane.c), and made again when the stream
+	 * changes owner (step_cache.c).
+	 */
+	if (!sw_stream_distributed(relid, NULL, NULL) || GetUserId() != sw_relation_owner(relid) ||
+		row_security(relid) || node_walker((Node *) q, NULL))
 		return NULL;
 	/*
 	 * the GROUP BY's equality, which the nodes' grouping runs, and the
@@ -202,9 +200,10 @@ run_fold(const SwQueryDef *def, const char *fold_sql, Oid *types, Datum *values,
  * has_late: whether the late log may hold rows of that range.
  */
 Datum
-sw_citus_fold(const SwQueryDef *def, const char *fold_sql, Datum processed, Datum folded,
+sw_citus_fold(const SwQueryDef *def, const PanePlan *pp, Datum processed, Datum folded,
 			  TimestampTz at, bool has_late)
 {
+	const char *fold_sql = pp->remote_fold;
 	Oid			rowtype = get_rel_type_id(def->pane_table);
 	Datum	   *done;
 	bool	   *dnulls;
@@ -309,6 +308,15 @@ sw_citus_fold(const SwQueryDef *def, const char *fold_sql, Datum processed, Datu
 			for (int i = 0; i < desc->natts; i++)
 				cols[i] = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, i + 1,
 										&cnulls[i]);
+			/* internal states signed by the node's key: vouched for here */
+			for (int i = 0; i < pp->naggs; i++)
+			{
+				int			c = pp->nlead + pp->nkeys + i;
+
+				if (!cnulls[c])
+					cols[c] = PointerGetDatum(sw_state_vouch(DatumGetByteaPP(cols[c]),
+															 pp->aggs[i]));
+			}
 			tup = heap_form_tuple(desc, cols, cnulls);
 			states[r] = heap_copy_tuple_as_datum(tup, desc);
 			heap_freetuple(tup);

@@ -11,7 +11,7 @@
 
 extern char *sw_citus_fold_sql(Oid relid, Query *q, int64 hop_us, TimestampTz origin,
 							   int64 processing_size_us);
-extern Datum sw_citus_fold(const SwQueryDef *def, const char *fold_sql, Datum processed,
+extern Datum sw_citus_fold(const SwQueryDef *def, const PanePlan *pp, Datum processed,
 						   Datum folded, TimestampTz at, bool has_late);
 extern void sw_citus_fold_check(const SwQueryDef *def, const char *fold_sql);
 

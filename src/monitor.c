@@ -72,6 +72,67 @@ check_result_type(int col, Oid type)
 }
 
 /*
+ * Run a read of a stream and take the first n columns of its one row into
+ * values/nulls.  A distributed stream's read goes to its nodes: one that is
+ * down makes it fail, and the views show NULL (unknown) for what it would
+ * have read instead of failing, in a subtransaction of its own; a cancel
+ * still cancels.  Returns false when it failed.
+ */
+static bool
+read_stream_row(bool distributed, const char *sql, int nargs, Oid *types, Datum *args,
+				int n, const Oid *coltypes, Datum *values, bool *nulls)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile bool ok = true;
+
+	if (!distributed)
+	{
+		sw_spi_exec(sql, nargs, types, args, NULL, SPI_OK_SELECT);
+		for (int i = 0; i < n; i++)
+		{
+			check_result_type(i + 1, coltypes[i]);
+			values[i] = sw_spi_getdatum(0, i + 1, &nulls[i]);
+		}
+		return true;
+	}
+	BeginInternalSubTransaction(NULL);
+	PG_TRY();
+	{
+		sw_spi_exec(sql, nargs, types, args, NULL, SPI_OK_SELECT);
+		for (int i = 0; i < n; i++)
+		{
+			check_result_type(i + 1, coltypes[i]);
+			values[i] = sw_spi_getdatum(0, i + 1, &nulls[i]);
+		}
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		ok = false;
+	}
+	PG_END_TRY();
+	if (!ok)
+		for (int i = 0; i < n; i++)
+			nulls[i] = true;
+	return ok;
+}
+
+/*
  * streamwm_internal._partition_stats(stream regclass) RETURNS SETOF (partition,
  * last_offset, last_arrival, backlog, oldest_arrival, held_by, held_since):
  * per partition, the newest row's offset, when the newest transaction that
@@ -92,6 +153,9 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 	char	   *relname;
 	char	   *head_sql;
 	char	   *backlog_sql;
+	const char *only;
+	bool		distributed;
+	static const Oid int8_type[1] = {INT8OID};
 	SwRoleContext cx;
 	SwPartitionHold *holds;
 	Datum	   *values;
@@ -162,20 +226,27 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 		SPI_finish();
 		return (Datum) 0;
 	}
-	relname = sw_stream_rows_name(relid);
+	/*
+	 * The stream itself, also a distributed one (its partitions' shards on
+	 * their nodes, each read routed there): the coordinator's copy of its
+	 * rows holds only rows steps read, or none (citus_fold.c).
+	 */
+	relname = sw_relation_name(relid);
+	distributed = sw_stream_distributed(relid, NULL, NULL);
+	only = distributed ? "" : "ONLY ";
 	/*
 	 * The newest row: above the floor (what the stream's BRIN index finds
 	 * at once), or, when nothing is left there (retention, a purge), the
 	 * greatest offset of them all (a read of the whole partition).
 	 */
-	head_sql = psprintf("SELECT coalesce((SELECT pg_catalog.max(t.sw_offset) FROM ONLY %s t"
+	head_sql = psprintf("SELECT coalesce((SELECT pg_catalog.max(t.sw_offset) FROM %s%s t"
 						"                  WHERE t.sw_partition = $1 AND t.sw_offset > $3),"
-						"                 (SELECT pg_catalog.max(t.sw_offset) FROM ONLY %s t"
+						"                 (SELECT pg_catalog.max(t.sw_offset) FROM %s%s t"
 						"                  WHERE t.sw_partition = $1))",
-						relname, relname);
+						only, relname, only, relname);
 	backlog_sql = psprintf("SELECT pg_catalog.count(*)"
-						   " FROM ONLY %s t WHERE t.sw_partition = $1 AND t.sw_offset > $2",
-						   relname);
+						   " FROM %s%s t WHERE t.sw_partition = $1 AND t.sw_offset > $2",
+						   only, relname);
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &cx);
 	for (int p = 0; p < np; p++)
 	{
@@ -184,14 +255,13 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 		Int64GetDatum(head_floor[p])};
 		Datum	   *v = &values[p * 7];
 		bool	   *n = &nulls[p * 7];
-		bool		isnull;
 
 		v[0] = Int32GetDatum(p);
-		sw_spi_exec(head_sql, 3, types, args, NULL, SPI_OK_SELECT);
-		check_result_type(1, INT8OID);
-		v[1] = sw_spi_getdatum(0, 1, &n[1]);
-		sw_spi_exec(backlog_sql, 2, types, args, NULL, SPI_OK_SELECT);
-		v[3] = sw_spi_getdatum(0, 1, &isnull);
+		if (read_stream_row(distributed, head_sql, 3, types, args, 1, int8_type, &v[1], &n[1]))
+			(void) read_stream_row(distributed, backlog_sql, 2, types, args, 1, int8_type,
+								   &v[3], &n[3]);
+		else
+			n[3] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
 	}
 	sw_leave_role(&cx);
@@ -229,18 +299,17 @@ streamwm_query_pending(PG_FUNCTION_ARGS)
 		Oid			types[1] = {TIMESTAMPTZOID};
 		Datum		args[1] = {TimestampTzGetDatum(closed_until)};
 
+		static const Oid coltypes[3] = {INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID};
+		bool		distributed = sw_stream_distributed(relid, NULL, NULL);
+
 		sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &cx);
-		sw_spi_exec(psprintf("SELECT pg_catalog.count(*), pg_catalog.max(t.sw_event_time),"
-							 " pg_catalog.min(t.sw_event_time)"
-							 " FROM ONLY %s t WHERE t.sw_event_time >= $1",
-							 sw_stream_rows_name(relid)),
-					1, types, args, NULL, SPI_OK_SELECT);
+		(void) read_stream_row(distributed,
+							   psprintf("SELECT pg_catalog.count(*), pg_catalog.max(t.sw_event_time),"
+										" pg_catalog.min(t.sw_event_time)"
+										" FROM %s%s t WHERE t.sw_event_time >= $1",
+										distributed ? "" : "ONLY ", sw_relation_name(relid)),
+							   1, types, args, 3, coltypes, values, nulls);
 		sw_leave_role(&cx);
-		check_result_type(2, TIMESTAMPTZOID);
-		check_result_type(3, TIMESTAMPTZOID);
-		values[0] = sw_spi_getdatum(0, 1, &nulls[0]);
-		values[1] = sw_spi_getdatum(0, 2, &nulls[1]);
-		values[2] = sw_spi_getdatum(0, 3, &nulls[2]);
 	}
 	SPI_finish();
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

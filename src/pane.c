@@ -1003,7 +1003,7 @@ sw_pane_upsert_windows(SwQueryDef *def, SwStepEntry *e, Datum offsets,
 							 sw_catalog_has_late_in(def->stream, def->start_offset, offsets,
 													nulls[3] == 'n' ? (Datum) 0 : values[3]));
 	if (pp->remote_fold != NULL)
-		values[7] = sw_citus_fold(def, pp->remote_fold, offsets,
+		values[7] = sw_citus_fold(def, pp, offsets,
 								  nulls[3] == 'n' ? (Datum) 0 : values[3],
 								  def->processing ? hi : DatumGetTimestampTz(values[5]),
 								  DatumGetBool(values[6]));

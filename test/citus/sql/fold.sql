@@ -13,13 +13,16 @@ SET client_min_messages = warning;
 SELECT streamwm.create_stream('fd', 'k int, v int', partitions => 4, distributed => true,
                               watermark_delay => '0 s', allowed_lateness => '0 s');
 -- on the nodes: count, sum of int4 (an int8 state), max, avg of float8 (a
--- float8[] state), a WHERE and a HAVING
+-- float8[] state), sum and avg of int8 and numeric (internal states, which
+-- the coordinator signs with its key: sw_state_vouch), a WHERE and a HAVING
 SELECT streamwm.create_query('fq_nodes',
-  'SELECT k, count(*) AS n, sum(v) AS s, max(v) AS m, avg(v::float8) AS a
+  'SELECT k, count(*) AS n, sum(v) AS s, max(v) AS m, avg(v::float8) AS a,
+          sum(v::int8) AS s8, avg(v::int8) AS a8, sum(v::numeric / 3) AS sn
      FROM fd WHERE v > 0 GROUP BY k HAVING count(*) > 0',
   hop => '10 s', size => '20 s', start_from => 'earliest');
--- on the coordinator: sum of int8 has an internal state
-SELECT streamwm.create_query('fq_local', 'SELECT k, sum(v::int8) AS s FROM fd GROUP BY k',
+-- on the coordinator: an aggregate of the user's (its OID is this node's)
+CREATE AGGREGATE fd_sum(int8) (sfunc = int8pl, stype = int8, combinefunc = int8pl);
+SELECT streamwm.create_query('fq_local', 'SELECT k, fd_sum(v::int8) AS s FROM fd GROUP BY k',
   hop => '10 s', size => '20 s', start_from => 'earliest');
 -- on the coordinator: a function of the user's
 CREATE FUNCTION fd_double(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
@@ -46,11 +49,12 @@ CREATE TEMP TABLE fd_rows AS
 SELECT d.k, d.v, d.sw_event_time FROM fd d
  WHERE d.sw_offset NOT IN (SELECT sw_offset FROM streamwm.late_events);
 CREATE FUNCTION fd_model(src regclass) RETURNS TABLE (ws timestamptz, k int, n bigint, s bigint,
-                                                      m int, a float8)
+                                                      m int, a float8, a8 numeric, sn numeric)
 LANGUAGE plpgsql AS $$
 BEGIN
   RETURN QUERY EXECUTE format(
-   'SELECT w.ws, r.k, count(*), sum(r.v), max(r.v), avg(r.v::float8)
+   'SELECT w.ws, r.k, count(*), sum(r.v), max(r.v), avg(r.v::float8), avg(r.v::int8),
+           sum(r.v::numeric / 3)
       FROM %s r, LATERAL (VALUES (streamwm.window_start(r.sw_event_time, ''10 s'')),
                                  (streamwm.window_start(r.sw_event_time, ''10 s'') - interval ''10 s'')) w(ws)
      WHERE r.v > 0 AND w.ws + interval ''20 s'' <= (SELECT watermark FROM streamwm.streams WHERE stream = ''fd''::regclass)
@@ -63,7 +67,7 @@ SELECT (SELECT count(*) FROM fd_want) AS windows,
        (SELECT count(*) FROM (SELECT ws, k, n, s, m FROM fd_want
                               EXCEPT SELECT window_start, k, n, s, m FROM fq_nodes) x) AS missing,
        (SELECT count(*) FROM fq_nodes q JOIN fd_want w ON w.ws = q.window_start AND w.k = q.k
-         WHERE abs(q.a - w.a) > 1e-9) AS avg_off;
+         WHERE abs(q.a - w.a) > 1e-9 OR q.s8 <> w.s OR q.a8 <> w.a8 OR q.sn <> w.sn) AS off;
 SELECT (SELECT count(*) FROM (SELECT window_start, k, s FROM fq_local
                               EXCEPT SELECT ws, k, s FROM fd_want) x) AS local_differing,
        (SELECT count(*) FROM (SELECT window_start, k, n FROM fq_func
@@ -120,6 +124,7 @@ SELECT streamwm.drop_query(q, drop_result => true) FROM unnest(ARRAY['fq_nodes',
 SELECT streamwm.drop_stream('fd', cascade => true);
 
 DROP FUNCTION fd_double(int), fd_model(regclass);
+DROP AGGREGATE fd_sum(int8);
 
 -- While every query of a stream folds on the nodes, steps make no copy of
 -- the rows: they read the rows' event times from the shards, and retention

@@ -137,6 +137,25 @@ SELECT events, expired_rows > 0 AS expired FROM streamwm.streams WHERE stream = 
 SELECT min(sw_event_time) >= '2026-01-01 00:01:40+00' AS retained FROM sr;
 -- every row of the closed windows [0 s, 110 s) counted (W is 120 s)
 SELECT sum(n) AS counted, count(DISTINCT window_start) AS windows FROM srq;
+SELECT count(*) AS copied FROM sr_sw_rows;
+RESET ROLE;
+-- A query of another role (here a superuser) on alice's stream does not
+-- fold on the nodes: the shards are alice's tables, which she can change
+-- on a worker (a view in a shard's place), and a read of them there would
+-- run her code as the query's owner.  It folds the coordinator's copy,
+-- which the steps make again.
+SELECT streamwm.create_query('srq_admin', 'SELECT k, count(*) AS n FROM sr GROUP BY k',
+                             hop => '10 s', size => '10 s', start_from => 'earliest');
+INSERT INTO sr (k, v, sw_partition, sw_write_time)
+SELECT i % 2, i, i % 2, '2026-01-01 00:00:00+00'::timestamptz + i * interval '1 s'
+  FROM generate_series(121, 130) i;
+SET ROLE regress_own_alice;
+SELECT streamwm.process('sr', now => '2026-01-01 00:10:00+00');
+RESET ROLE;
+SELECT count(*) > 0 AS copied FROM sr_sw_rows;
+SELECT sum(n) AS counted FROM srq_admin WHERE window_start >= '2026-01-01 00:01:50+00';
+SELECT streamwm.drop_query('srq_admin', drop_result => true);
+SET ROLE regress_own_alice;
 SELECT streamwm.drop_stream('sr', cascade => true);
 DROP TABLE srq;
 RESET ROLE;
