@@ -42,6 +42,15 @@ SELECT streamwm.create_query('od_gen', 'SELECT array_agg(v ORDER BY v, k) AS vs 
                              hop => '5 s', size => '5 s');
 SELECT streamwm.create_session_query('ol_sess', 'SELECT k, count(*) AS n FROM o_local GROUP BY k', gap => '3 s');
 SELECT streamwm.create_session_query('od_sess', 'SELECT k, count(*) AS n FROM o_dist GROUP BY k', gap => '3 s');
+-- and a third stream, distributed, whose only query folds on the nodes:
+-- its steps copy nothing and read the rows' event times from the shards
+-- (fold.sql); stepped at moments of its own (j * 7919 mod 10 < 3, so as
+-- not to change the random events above)
+SELECT streamwm.create_stream('o_nodes', 'k int, v int, t timestamptz', partitions => 4,
+                              watermark_delay => '2 s', event_time => 't', idle_timeout => '1 hour',
+                              distributed => true);
+SELECT streamwm.create_query('on_pane', 'SELECT k, count(*) AS n, sum(v) AS s FROM o_nodes GROUP BY k',
+                             hop => '2 s', size => '6 s');
 SELECT query, plan FROM streamwm.queries ORDER BY 1;
 
 -- each transaction commits into the local stream, then into the distributed
@@ -55,6 +64,12 @@ BEGIN
         COMMIT;
         PERFORM streamwm.ingest('o_dist', tx.rows, partition => tx.part);
         COMMIT;
+        PERFORM streamwm.ingest('o_nodes', tx.rows, partition => tx.part);
+        COMMIT;
+        IF (tx.j * 7919) % 10 < 3 THEN
+            PERFORM streamwm.process('o_nodes');
+            COMMIT;
+        END IF;
         IF tx.step_local THEN
             PERFORM streamwm.process('o_local');
             COMMIT;
@@ -67,6 +82,8 @@ BEGIN
     PERFORM streamwm.process('o_local');
     COMMIT;
     PERFORM streamwm.process('o_dist');
+    COMMIT;
+    PERFORM streamwm.process('o_nodes');
     COMMIT;
 END $$;
 CALL oracle_run();
@@ -100,11 +117,29 @@ SELECT l.query, l.closed_until = d.closed_until AS closed_until, l.windows_emitt
        d.last_error
   FROM streamwm.queries l JOIN streamwm.queries d ON d.query = 'od' || substr(l.query, 3)
  WHERE l.query LIKE 'ol%' ORDER BY 1;
+-- the stream whose query folds on the nodes made the same too, with no copy
+SELECT l.events = d.events AS events, l.late_events = d.late_events AS late_events,
+       l.watermark = d.watermark AS watermark
+  FROM streamwm.streams l, streamwm.streams d
+ WHERE l.stream = 'o_local'::regclass AND d.stream = 'o_nodes'::regclass;
+SELECT (SELECT count(*) FROM (SELECT * FROM ol_pane EXCEPT ALL SELECT * FROM on_pane) x) +
+       (SELECT count(*) FROM (SELECT * FROM on_pane EXCEPT ALL SELECT * FROM ol_pane) x) AS pane_differ,
+       (SELECT count(*) FROM (
+          SELECT partition, sw_event_time, watermark FROM streamwm.late_events WHERE stream::text = 'o_local'
+          EXCEPT ALL
+          SELECT partition, sw_event_time, watermark FROM streamwm.late_events WHERE stream::text = 'o_nodes') x) +
+       (SELECT count(*) FROM (
+          SELECT partition, sw_event_time, watermark FROM streamwm.late_events WHERE stream::text = 'o_nodes'
+          EXCEPT ALL
+          SELECT partition, sw_event_time, watermark FROM streamwm.late_events WHERE stream::text = 'o_local') x)
+       AS late_differ,
+       (SELECT count(*) FROM o_nodes_sw_rows) AS copied;
 -- and every row was stored once, on the workers
 SELECT (SELECT count(*) FROM o_dist) AS dist_rows, count(DISTINCT nodeport) AS on_nodes
   FROM citus_shards WHERE table_name = 'o_dist'::regclass;
 
 SELECT streamwm.drop_stream('o_local', cascade => true);
 SELECT streamwm.drop_stream('o_dist', cascade => true);
-DROP TABLE ol_pane, od_pane, ol_gen, od_gen, ol_sess, od_sess, oracle_tx;
+SELECT streamwm.drop_stream('o_nodes', cascade => true);
+DROP TABLE ol_pane, od_pane, ol_gen, od_gen, ol_sess, od_sess, on_pane, oracle_tx;
 DROP PROCEDURE oracle_run();
