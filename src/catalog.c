@@ -119,6 +119,7 @@ static struct
 	Oid			relid;
 	Oid			rows;
 	Oid			log;
+	Oid			creator;		/* stream_def.owner */
 }			distributed_cache;
 
 /* Forget what sw_stream_distributed() read (a stream was just distributed). */
@@ -138,6 +139,7 @@ sw_stream_distributed(Oid relid, Oid *rows, Oid *log)
 	bool		isnull2 = true;
 	Oid			r = InvalidOid;
 	Oid			l = InvalidOid;
+	Oid			c = InvalidOid;
 
 	/* the SQL builders and a step ask often: once per transaction and stream */
 	if (distributed_cache.lxid == MyProc->lxid && distributed_cache.relid == relid &&
@@ -152,12 +154,15 @@ sw_stream_distributed(Oid relid, Oid *rows, Oid *log)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	sw_enter_catalog(&cx);
-	sw_spi_exec("SELECT rows_table, log_table FROM streamwm.stream_def WHERE stream = $1",
+	sw_spi_exec("SELECT rows_table, log_table, owner FROM streamwm.stream_def WHERE stream = $1",
 				1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 1)
 	{
+		bool		isnull3;
+
 		r = DatumGetObjectId(sw_spi_getdatum(0, 1, &isnull1));
 		l = DatumGetObjectId(sw_spi_getdatum(0, 2, &isnull2));
+		c = DatumGetObjectId(sw_spi_getdatum(0, 3, &isnull3));
 	}
 	sw_leave_role(&cx);
 	SPI_finish();
@@ -167,11 +172,24 @@ sw_stream_distributed(Oid relid, Oid *rows, Oid *log)
 	distributed_cache.relid = relid;
 	distributed_cache.rows = r;
 	distributed_cache.log = l;
+	distributed_cache.creator = c;
 	if (rows)
 		*rows = r;
 	if (log)
 		*log = l;
 	return OidIsValid(r);
+}
+
+/*
+ * The role that created a distributed stream (stream_def.owner, never
+ * changed), or InvalidOid for a stream that is not distributed.
+ */
+Oid
+sw_stream_creator(Oid relid)
+{
+	if (!sw_stream_distributed(relid, NULL, NULL))
+		return InvalidOid;
+	return distributed_cache.creator;
 }
 
 /*

@@ -72,6 +72,7 @@ extern Oid	sw_relation_owner(Oid relid);
 extern int	sw_stream_partitions(Oid relid);
 extern char *sw_relation_name(Oid relid);
 extern bool sw_stream_distributed(Oid relid, Oid *rows, Oid *log);
+extern Oid	sw_stream_creator(Oid relid);
 extern void sw_stream_distributed_changed(void);
 extern Oid	sw_stream_rows(Oid relid);
 extern char *sw_stream_rows_name(Oid relid);

@@ -1671,6 +1671,7 @@ sw_citus_fill_copy(Oid relid, const int64 *processed, int np)
 
 	if (!sw_stream_distributed(relid, &rowsrel, NULL))
 		return;
+	sw_citus_check_owner(relid);
 	copied_sql = psprintf("SELECT 1 FROM ONLY %s r WHERE r.sw_partition = $1 LIMIT 1",
 						  sw_relation_name(rowsrel));
 	rows_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM %s t"
@@ -1690,4 +1691,39 @@ sw_citus_fill_copy(Oid relid, const int64 *processed, int np)
 							NULL, SPI_OK_INSERT, InvalidSnapshot);
 	}
 	sw_leave_role(&rcx);
+}
+
+/*
+ * Is a distributed stream still owned by the role that created it?  Its
+ * shards on the worker nodes are that role's tables, which it can change
+ * there unseen by the coordinator (a view in a shard's place, found by an
+ * attacker's review); after ALTER TABLE ... OWNER TO or REASSIGN OWNED, a
+ * read of them as the new owner (a superuser, say) would run the previous
+ * owner's code with the new owner's rights.  So streamwm reads the shards
+ * as the stream's owner only while it is the creator.
+ */
+bool
+sw_citus_owned_by_creator(Oid relid)
+{
+	return sw_relation_owner(relid) == sw_stream_creator(relid);
+}
+
+/* The same, as an error: before a step, or a recompute, reads the shards. */
+void
+sw_citus_check_owner(Oid relid)
+{
+	Oid			creator = sw_stream_creator(relid);
+
+	if (sw_citus_owned_by_creator(relid))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("distributed stream %s is owned by %s, not by %s, who created it",
+					sw_relation_name(relid),
+					GetUserNameFromId(sw_relation_owner(relid), true),
+					OidIsValid(creator) ? GetUserNameFromId(creator, true) : "?"),
+			 errdetail("Its shards on the worker nodes are tables of the role that created it, "
+					   "which that role can change there; streamwm does not read them as another role."),
+			 errhint("Give the stream back to its creator (ALTER TABLE ... OWNER TO), or move its rows "
+					 "into a new stream.")));
 }

@@ -36,6 +36,8 @@ extern TimestampTz sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oi
 										  bool on_nodes, struct SwStreamClock *clock,
 										  SwPartitionHold *live);
 extern void sw_citus_fill_copy(Oid relid, const int64 *processed, int np);
+extern bool sw_citus_owned_by_creator(Oid relid);
+extern void sw_citus_check_owner(Oid relid);
 extern uint64 sw_citus_expire_on_nodes(Oid relid, const int64 *upto, TimestampTz horizon,
 									   TimestampTz cutoff);
 extern void sw_citus_forget_rows(Oid relid, struct SPITupleTable *tuptable, uint64 n);

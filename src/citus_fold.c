@@ -62,6 +62,7 @@
 
 #include "aggstate.h"
 #include "catalog.h"
+#include "citus.h"
 #include "citus_fold.h"
 #include "limit.h"
 #include "query.h"
@@ -137,7 +138,8 @@ sw_citus_fold_sql(Oid relid, Query *q, int64 hop_us, TimestampTz origin,
 	 * changes owner (step_cache.c).
 	 */
 	if (!sw_stream_distributed(relid, NULL, NULL) || GetUserId() != sw_relation_owner(relid) ||
-		row_security(relid) || node_walker((Node *) q, NULL))
+		!sw_citus_owned_by_creator(relid) || row_security(relid) ||
+		node_walker((Node *) q, NULL))
 		return NULL;
 	/*
 	 * the GROUP BY's equality, which the nodes' grouping runs, and the

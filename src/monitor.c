@@ -26,6 +26,7 @@
 #include "utils/tuplestore.h"
 
 #include "catalog.h"
+#include "citus.h"
 #include "commit_order.h"
 #include "version.h"
 
@@ -155,6 +156,7 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 	char	   *backlog_sql;
 	const char *only;
 	bool		distributed;
+	bool		readable;
 	static const Oid int8_type[1] = {INT8OID};
 	SwRoleContext cx;
 	SwPartitionHold *holds;
@@ -233,6 +235,8 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 	 */
 	relname = sw_relation_name(relid);
 	distributed = sw_stream_distributed(relid, NULL, NULL);
+	/* not as another role than its creator (citus.c) */
+	readable = !distributed || sw_citus_owned_by_creator(relid);
 	only = distributed ? "" : "ONLY ";
 	/*
 	 * The newest row: above the floor (what the stream's BRIN index finds
@@ -257,7 +261,9 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 		bool	   *n = &nulls[p * 7];
 
 		v[0] = Int32GetDatum(p);
-		if (read_stream_row(distributed, head_sql, 3, types, args, 1, int8_type, &v[1], &n[1]))
+		if (!readable)
+			n[1] = n[3] = true;
+		else if (read_stream_row(distributed, head_sql, 3, types, args, 1, int8_type, &v[1], &n[1]))
 			(void) read_stream_row(distributed, backlog_sql, 2, types, args, 1, int8_type,
 								   &v[3], &n[3]);
 		else
@@ -303,7 +309,10 @@ streamwm_query_pending(PG_FUNCTION_ARGS)
 		bool		distributed = sw_stream_distributed(relid, NULL, NULL);
 
 		sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &cx);
-		(void) read_stream_row(distributed,
+		if (distributed && !sw_citus_owned_by_creator(relid))
+			nulls[0] = nulls[1] = nulls[2] = true;
+		else
+			(void) read_stream_row(distributed,
 							   psprintf("SELECT pg_catalog.count(*), pg_catalog.max(t.sw_event_time),"
 										" pg_catalog.min(t.sw_event_time)"
 										" FROM %s%s t WHERE t.sw_event_time >= $1",

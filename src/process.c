@@ -1601,6 +1601,8 @@ process_stream_once(Oid relid, TimestampTz now, bool from_worker, int64 max_rows
 		for (int p = 0; p < clock.npartitions; p++)
 			before[p] = clock.parts[p].processed_offset;
 		/* each node's fence, then what arrived before the earliest of them */
+		/* its shards are read as its owner, who must have made them */
+		sw_citus_check_owner(relid);
 		/* no copy of the rows when every query folds on the nodes */
 		reader.on_nodes = folds_on_nodes(relid);
 		fence_clock = sw_citus_read_arrivals(relid, rowsrel, logrel, owner, reader.on_nodes,

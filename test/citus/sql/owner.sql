@@ -155,7 +155,22 @@ RESET ROLE;
 SELECT count(*) > 0 AS copied FROM sr_sw_rows;
 SELECT sum(n) AS counted FROM srq_admin WHERE window_start >= '2026-01-01 00:01:50+00';
 SELECT streamwm.drop_query('srq_admin', drop_result => true);
+-- Given to another role (here a superuser, as when a departing user's
+-- objects are taken over), the stream's shards are still alice's tables on
+-- the workers, which she could have changed there (a view in a shard's
+-- place, calling her function): steps refuse to read them as the new
+-- owner, and the views show nothing of them, until the stream is hers again.
+ALTER TABLE sr OWNER TO CURRENT_USER;
+\set VERBOSITY terse
+SELECT streamwm.process('sr', now => '2026-01-01 00:10:00+00');
+\set VERBOSITY default
+-- (the newest row on the nodes is not read: the processed offset is shown)
+INSERT INTO sr (k, v, sw_partition, sw_write_time) VALUES (0, 0, 0, '2026-01-01 00:03:00+00');
+SELECT partition, last_offset = processed_offset AS shows_processed FROM streamwm.partitions
+ WHERE stream = 'sr'::regclass ORDER BY 1;
+ALTER TABLE sr OWNER TO regress_own_alice;
 SET ROLE regress_own_alice;
+SELECT streamwm.process('sr', now => '2026-01-01 00:10:00+00');
 SELECT streamwm.drop_stream('sr', cascade => true);
 DROP TABLE srq;
 RESET ROLE;
