@@ -35,10 +35,10 @@
  * bytes come from our aggregate on a node of the cluster, never from a
  * table anyone can write.  The stream must not have row-level security.  Any other query on a
  * distributed stream folds the coordinator's copy, as before.  The fold
- * runs as the query's owner, as the local fold does.  Citus deparses what
- * it sends with every operator and function qualified
- * (OPERATOR(pg_catalog.=)), so no object planted in a node's search path
- * is reached.  When every query of a stream folds here, steps make no copy
+ * runs as the query's owner, as the local fold does, who must be the
+ * stream's owner and creator (below).  Citus deparses what it sends with
+ * every operator and function qualified (OPERATOR(pg_catalog.=)), though
+ * not the type names of casts.  When every query of a stream folds here, steps make no copy
  * of its rows (process.c, citus.c).
  *-------------------------------------------------------------------------
  */
