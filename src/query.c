@@ -1224,6 +1224,9 @@ streamwm_check_query(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	def = sw_load_managed_query(name);
+	/* a distributed stream given to another role is not read: say so now */
+	if (sw_stream_distributed(def->stream, NULL, NULL))
+		sw_citus_check_owner(def->stream);
 	if (!def->ordered && !def->session && !def->count)
 		sw_check_windows_per_row(def->hop_us, def->size_us);
 	sw_enter_role(def->owner, def->search_path, &cx);

@@ -163,7 +163,11 @@ SELECT streamwm.drop_query('srq_admin', drop_result => true);
 ALTER TABLE sr OWNER TO CURRENT_USER;
 \set VERBOSITY terse
 SELECT streamwm.process('sr', now => '2026-01-01 00:10:00+00');
+-- and a query on it is refused at once, not at its first step
+SELECT streamwm.create_query('srq_late', 'SELECT count(*) AS n FROM sr', hop => '10 s', size => '10 s',
+                             start_from => 'earliest');
 \set VERBOSITY default
+SELECT count(*) AS created FROM streamwm.queries WHERE query = 'srq_late';
 -- (the newest row on the nodes is not read: the processed offset is shown)
 INSERT INTO sr (k, v, sw_partition, sw_write_time) VALUES (0, 0, 0, '2026-01-01 00:03:00+00');
 SELECT partition, last_offset = processed_offset AS shows_processed FROM streamwm.partitions
