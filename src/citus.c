@@ -1435,47 +1435,42 @@ sw_citus_read_arrivals(Oid relid, Oid rowsrel, Oid logrel, Oid owner, bool on_no
 		bool		empty = RelationGetNumberOfBlocks(rows) == 0;
 
 		table_close(rows, NoLock);
+		sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
 		if (!empty)
-		{
-			sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
 			sw_spi_exec(psprintf("TRUNCATE %s", sw_relation_name(rowsrel)), 0, NULL, NULL,
 						NULL, SPI_OK_UTILITY);
-			sw_leave_role(&rcx);
-		}
-		pfree(upto);
-		pfree(done);
-		pfree(node);
-		pfree(fenced);
-		pfree(active);
-		return safe;
 	}
-	cols = column_list(relid, NULL);
-	rows_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM %s t"
-						" WHERE t.sw_partition = $1 AND t.sw_offset > $2 AND t.sw_offset <= $3",
-						sw_relation_name(rowsrel), cols, column_list(relid, "t"), name);
-	copied_sql = psprintf("SELECT pg_catalog.max(r.sw_offset) FROM ONLY %s r"
-						  " WHERE r.sw_partition = $1", sw_relation_name(rowsrel));
-	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
-	for (int p = 0; p < np; p++)
+	else
 	{
-		Oid			types[3] = {INT4OID, INT8OID, INT8OID};
-		Datum		values[3] = {Int32GetDatum(p), Int64GetDatum(done[p]), Int64GetDatum(upto[p])};
-		bool		isnull;
-		Datum		copied;
+		cols = column_list(relid, NULL);
+		rows_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM %s t"
+							" WHERE t.sw_partition = $1 AND t.sw_offset > $2 AND t.sw_offset <= $3",
+							sw_relation_name(rowsrel), cols, column_list(relid, "t"), name);
+		copied_sql = psprintf("SELECT pg_catalog.max(r.sw_offset) FROM ONLY %s r"
+							  " WHERE r.sw_partition = $1", sw_relation_name(rowsrel));
+		sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
+		for (int p = 0; p < np; p++)
+		{
+			Oid			types[3] = {INT4OID, INT8OID, INT8OID};
+			Datum		values[3] = {Int32GetDatum(p), Int64GetDatum(done[p]),
+			Int64GetDatum(upto[p])};
+			bool		isnull;
+			Datum		copied;
 
-		if (upto[p] <= done[p])
-			continue;
-		sw_spi_exec(copied_sql, 1, types, values, NULL, SPI_OK_SELECT);
-		copied = sw_spi_getdatum(0, 1, &isnull);
-		if (isnull)
-			values[1] = Int64GetDatum(PG_INT64_MIN);
-		else if (DatumGetInt64(copied) > done[p])
-			values[1] = copied;
-		SPI_freetuptable(SPI_tuptable);
-		if (DatumGetInt64(values[1]) >= upto[p])
-			continue;
-		sw_spi_exec_bounded(psprintf("reading stream %s", name), rows_sql, 3, types, values,
-							NULL, SPI_OK_INSERT, InvalidSnapshot);
+			if (upto[p] <= done[p])
+				continue;
+			sw_spi_exec(copied_sql, 1, types, values, NULL, SPI_OK_SELECT);
+			copied = sw_spi_getdatum(0, 1, &isnull);
+			if (isnull)
+				values[1] = Int64GetDatum(PG_INT64_MIN);
+			else if (DatumGetInt64(copied) > done[p])
+				values[1] = copied;
+			SPI_freetuptable(SPI_tuptable);
+			if (DatumGetInt64(values[1]) >= upto[p])
+				continue;
+			sw_spi_exec_bounded(psprintf("reading stream %s", name), rows_sql, 3, types, values,
+								NULL, SPI_OK_INSERT, InvalidSnapshot);
+		}
 	}
 	sw_leave_role(&rcx);
 	pfree(upto);

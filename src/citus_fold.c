@@ -68,6 +68,11 @@
 #include "query.h"
 #include "window.h"
 
+/* the fold statement's parameters (sw_citus_fold_sql) */
+#define FOLD_NPARAMS 6
+static const Oid fold_types[FOLD_NPARAMS] = {INT4ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
+TIMESTAMPTZOID, BOOLOID, NUMERICARRAYOID};
+
 /* a function, operator, aggregate or collation the nodes may not share */
 static bool
 not_built_in(Oid oid, void *context)
@@ -119,8 +124,6 @@ sw_citus_fold_sql(Oid relid, Query *q, int64 hop_us, TimestampTz origin,
 				  int64 processing_size_us)
 {
 	static const char *const lead[2] = {"sw_pane", "sw_part"};
-	static const Oid types[6] = {INT4ARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID,
-	BOOLOID, NUMERICARRAYOID};
 	const char *pane;
 	const char *filter = "";
 	Query	   *rows;
@@ -173,7 +176,7 @@ sw_citus_fold_sql(Oid relid, Query *q, int64 hop_us, TimestampTz origin,
 										" WHERE sw_s.sw_partition = ANY ($1)%s",
 										sw_stream_columns_sql(relid, "sw_s"), pane,
 										sw_relation_name(relid), filter),
-							   types, lengthof(types));
+							   fold_types, FOLD_NPARAMS);
 	pp = sw_partial_plan(relid, q, rows, lead, 1, 1, "panes", &why);
 	return pp ? pp->fold_select : NULL;
 }
@@ -185,13 +188,12 @@ sw_citus_fold_sql(Oid relid, Query *q, int64 hop_us, TimestampTz origin,
  * there only after its queries (sw_citus_prune_log).
  */
 static void
-run_fold(const SwQueryDef *def, const char *fold_sql, Oid *types, Datum *values,
-		 const char *nulls)
+run_fold(const SwQueryDef *def, const char *fold_sql, Datum *values, const char *nulls)
 {
 	/* privileges before planning: see sw_check_statement_privileges */
-	sw_check_statement_privileges(fold_sql, 6, types);
+	sw_check_statement_privileges(fold_sql, FOLD_NPARAMS, fold_types);
 	sw_spi_exec_bounded(psprintf("folding query %s on the nodes", def->name), fold_sql,
-						6, types, values, nulls, SPI_OK_SELECT, NULL);
+						FOLD_NPARAMS, (Oid *) fold_types, values, nulls, SPI_OK_SELECT, NULL);
 }
 
 /*
@@ -217,10 +219,8 @@ sw_citus_fold(const SwQueryDef *def, const PanePlan *pp, Datum processed, Datum 
 	Datum	   *los;
 	Datum	   *his;
 	int			n = 0;
-	Oid			types[6] = {INT4ARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, BOOLOID,
-	NUMERICARRAYOID};
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', 'n'};
+	Datum		values[FOLD_NPARAMS];
+	char		nulls[FOLD_NPARAMS] = {' ', ' ', ' ', ' ', ' ', 'n'};
 	TupleDesc	desc;
 	Datum	   *states;
 	int16		typlen;
@@ -287,7 +287,7 @@ sw_citus_fold(const SwQueryDef *def, const PanePlan *pp, Datum processed, Datum 
 		}
 		SPI_freetuptable(SPI_tuptable);
 	}
-	run_fold(def, fold_sql, types, values, nulls);
+	run_fold(def, fold_sql, values, nulls);
 
 	/* each row's first columns are a row of the pane table */
 	desc = lookup_rowtype_tupdesc_copy(rowtype, -1);
@@ -337,16 +337,14 @@ sw_citus_fold(const SwQueryDef *def, const PanePlan *pp, Datum processed, Datum 
 void
 sw_citus_fold_check(const SwQueryDef *def, const char *fold_sql)
 {
-	Oid			types[6] = {INT4ARRAYOID, INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, BOOLOID,
-	NUMERICARRAYOID};
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', 'n'};
+	Datum		values[FOLD_NPARAMS];
+	char		nulls[FOLD_NPARAMS] = {' ', ' ', ' ', ' ', ' ', 'n'};
 
 	values[0] = PointerGetDatum(construct_empty_array(INT4OID));
 	values[1] = PointerGetDatum(construct_empty_array(INT8OID));
 	values[2] = PointerGetDatum(construct_empty_array(INT8OID));
 	values[3] = TimestampTzGetDatum(DT_NOBEGIN);
 	values[4] = BoolGetDatum(false);
-	run_fold(def, fold_sql, types, values, nulls);
+	run_fold(def, fold_sql, values, nulls);
 	SPI_freetuptable(SPI_tuptable);
 }

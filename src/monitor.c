@@ -72,65 +72,59 @@ check_result_type(int col, Oid type)
 						   format_type_be(SPI_gettypeid(SPI_tuptable->tupdesc, col)))));
 }
 
+/* A read of a stream's one row, its first n columns into values/nulls. */
+typedef struct StreamRead
+{
+	const char *sql;
+	int			nargs;
+	Oid		   *types;
+	Datum	   *args;
+	int			n;
+	const Oid  *coltypes;
+	Datum	   *values;
+	bool	   *nulls;
+} StreamRead;
+
+static void *
+read_row(void *arg)
+{
+	StreamRead *r = arg;
+
+	sw_spi_exec(r->sql, r->nargs, r->types, r->args, NULL, SPI_OK_SELECT);
+	for (int i = 0; i < r->n; i++)
+	{
+		check_result_type(i + 1, r->coltypes[i]);
+		r->values[i] = sw_spi_getdatum(0, i + 1, &r->nulls[i]);
+	}
+	return r;
+}
+
 /*
- * Run a read of a stream and take the first n columns of its one row into
- * values/nulls.  A distributed stream's read goes to its nodes: one that is
- * down makes it fail, and the views show NULL (unknown) for what it would
- * have read instead of failing, in a subtransaction of its own; a cancel
- * still cancels.  Returns false when it failed.
+ * Run a read of a stream as its owner (the current user) and take the
+ * first n columns of its one row into values/nulls.  A distributed
+ * stream's read goes to its nodes: one that is down makes it fail, and the
+ * views show NULL (unknown) for what it would have read instead of failing,
+ * in a subtransaction of its own (sw_try_as_role); a cancel still cancels.
+ * Returns false when it failed.
  */
 static bool
-read_stream_row(bool distributed, const char *sql, int nargs, Oid *types, Datum *args,
-				int n, const Oid *coltypes, Datum *values, bool *nulls)
+read_stream_row(bool distributed, Oid owner, const char *sql, int nargs, Oid *types,
+				Datum *args, int n, const Oid *coltypes, Datum *values, bool *nulls)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile bool ok = true;
+	StreamRead	r = {sql, nargs, types, args, n, coltypes, values, nulls};
+	ErrorData  *error;
 
 	if (!distributed)
 	{
-		sw_spi_exec(sql, nargs, types, args, NULL, SPI_OK_SELECT);
-		for (int i = 0; i < n; i++)
-		{
-			check_result_type(i + 1, coltypes[i]);
-			values[i] = sw_spi_getdatum(0, i + 1, &nulls[i]);
-		}
+		(void) read_row(&r);
 		return true;
 	}
-	BeginInternalSubTransaction(NULL);
-	PG_TRY();
-	{
-		sw_spi_exec(sql, nargs, types, args, NULL, SPI_OK_SELECT);
-		for (int i = 0; i < n; i++)
-		{
-			check_result_type(i + 1, coltypes[i]);
-			values[i] = sw_spi_getdatum(0, i + 1, &nulls[i]);
-		}
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-		ok = false;
-	}
-	PG_END_TRY();
-	if (!ok)
-		for (int i = 0; i < n; i++)
-			nulls[i] = true;
-	return ok;
+	if (sw_try_as_role(owner, read_row, &r, CurrentMemoryContext, &error) != NULL)
+		return true;
+	FreeErrorData(error);
+	for (int i = 0; i < n; i++)
+		nulls[i] = true;
+	return false;
 }
 
 /*
@@ -263,8 +257,8 @@ streamwm_partition_stats(PG_FUNCTION_ARGS)
 		v[0] = Int32GetDatum(p);
 		if (!readable)
 			n[1] = n[3] = true;
-		else if (read_stream_row(distributed, head_sql, 3, types, args, 1, int8_type, &v[1], &n[1]))
-			(void) read_stream_row(distributed, backlog_sql, 2, types, args, 1, int8_type,
+		else if (read_stream_row(distributed, owner, head_sql, 3, types, args, 1, int8_type, &v[1], &n[1]))
+			(void) read_stream_row(distributed, owner, backlog_sql, 2, types, args, 1, int8_type,
 								   &v[3], &n[3]);
 		else
 			n[3] = true;
@@ -312,7 +306,7 @@ streamwm_query_pending(PG_FUNCTION_ARGS)
 		if (distributed && !sw_citus_owned_by_creator(relid))
 			nulls[0] = nulls[1] = nulls[2] = true;
 		else
-			(void) read_stream_row(distributed,
+			(void) read_stream_row(distributed, owner,
 							   psprintf("SELECT pg_catalog.count(*), pg_catalog.max(t.sw_event_time),"
 										" pg_catalog.min(t.sw_event_time)"
 										" FROM %s%s t WHERE t.sw_event_time >= $1",

@@ -1036,6 +1036,17 @@ sw_upsert_windows(SwQueryDef *def, Datum offsets, TimestampTz lo, TimestampTz hi
 		sw_catalog_record_read(def->name, offsets);
 }
 
+/* sw_try_as_role()'s call: the pane plan of a stored query (or NULL) */
+static void *
+pane_plan_try(void *arg)
+{
+	const SwQueryDef *def = arg;
+	const char *why;
+
+	return sw_pane_plan(def->stream, def->query, def->hop_us, def->origin,
+						def->processing ? def->size_us : 0, &why);
+}
+
 /*
  * Does query def fold on the nodes of its distributed stream (pane plan,
  * citus_fold.c)?  Its pane plan is made now, as its owner, if its step
@@ -1047,48 +1058,17 @@ bool
 sw_query_folds_on_nodes(const SwQueryDef *def)
 {
 	SwStepEntry *e;
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
+	ErrorData  *error;
 
 	if (!def->pane || def->session || def->count || def->ordered)
 		return false;
 	e = sw_step_entry(def);
-	if (e->pane_plan != NULL)
-		return ((PanePlan *) e->pane_plan)->remote_fold != NULL;
-	BeginInternalSubTransaction(NULL);
-	PG_TRY();
+	if (e->pane_plan == NULL)
 	{
-		SwRoleContext rcx;
-		const char *why;
-		PanePlan   *pp;
-
-		sw_enter_role(def->owner, def->search_path, &rcx);
-		MemoryContextSwitchTo(e->cxt);
-		pp = sw_pane_plan(def->stream, def->query, def->hop_us, def->origin,
-						  def->processing ? def->size_us : 0, &why);
-		MemoryContextSwitchTo(cxt);
-		sw_leave_role(&rcx);
-		e->pane_plan = pp;
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
+		e->pane_plan = sw_try_as_role(def->owner, pane_plan_try, (void *) def, e->cxt, &error);
+		if (error != NULL)
+			FreeErrorData(error);
 	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
 	return e->pane_plan != NULL && ((PanePlan *) e->pane_plan)->remote_fold != NULL;
 }
 
