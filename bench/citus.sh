@@ -10,7 +10,10 @@
 #   environment: CITUS_PORT (the coordinator's port, default 57650; the
 #   workers take the next two), PARTITIONS (of both streams, default 4: 2 on
 #   each worker), SPAN (seconds of event time the N bids span, default
-#   1000), DELAY_MS (max out-of-orderness and watermark_delay, default 1000).
+#   1000), DELAY_MS (max out-of-orderness and watermark_delay, default 1000),
+#   QUERY (the query, %s for the stream; default q5 below; e.g. "SELECT
+#   sw_partition AS p, auction, count(*) AS n FROM %s GROUP BY sw_partition,
+#   auction" gives the distributed stream a result table co-located with it).
 #
 # Without citus.so in PG_BIN's installation: prints "citus not installed:
 # skipped" and exits 0.
@@ -107,7 +110,7 @@ base=$($PSQL -c "SELECT extract(epoch FROM date_trunc('minute', now() - make_int
 "$dir/gen" -t bids -r "$rate" -d "$delay" -s 42 -b "$base" -n "$nbids" |
     awk -v p="$parts" 'BEGIN { OFS = "\t" } { print $0, (NR - 1) % p }' >"$dir/bids.tsv"
 wm=$(awk -F'\t' '$4 > m { m = $4 } END { print m }' "$dir/bids.tsv")
-q5="SELECT auction, count(*) AS n FROM %s GROUP BY auction"
+q5=${QUERY:-"SELECT auction, count(*) AS n FROM %s GROUP BY auction"}
 
 prepare() {   # prepare STREAM DISTRIBUTED: a fresh stream and its query q_STREAM
     $PSQL -c "SET client_min_messages = warning" \
@@ -214,7 +217,7 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 rps() { awk -v n="$nbids" -v ms="$1" 'BEGIN { printf "%.0f", n * 1000 / ms }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 out=$(cat <<EOF
-$nbids Nexmark bids (bench/nexmark/gen.c, seed 42) over $span s of event time, max disorder $delay ms (= watermark_delay: no row late), $parts partitions (sw_partition = row number mod $parts, the same in both streams); q5: \`SELECT auction, count(*) AS n FROM bids GROUP BY auction\`, hop 2 s, size 10 s; $res
+$nbids Nexmark bids (bench/nexmark/gen.c, seed 42) over $span s of event time, max disorder $delay ms (= watermark_delay: no row late), $parts partitions (sw_partition = row number mod $parts, the same in both streams); query: \`$(printf "$q5" bids)\`, hop 2 s, size 10 s; $res
 machine: $(nproc) cores shared with other work, PostgreSQL $ver, Citus $citusver; THREE NODES ON THIS ONE MACHINE (coordinator + 2 workers, each $(IFS=';'; echo "${settings[*]}"), fsync off): they share the $(nproc) cores, so this measures what distribution costs, not what it scales to; load average (1, 5, 15 min) $load0 before, $load1 after
 local: a stream on the coordinator; distributed: \`distributed => true\`, its partitions' shards: $layout
 ingest: one COPY of the N rows (wall clock; CHECKPOINT on every node first); 2 clients: two COPYs at once, each of the rows of one worker's partitions, into the local stream through the coordinator, into the distributed one through that worker (a fresh stream, not processed); processing: \`streamwm.process(stream, now => W + 1 s)\` until every row is read (VACUUM ANALYZE, CHECKPOINT untimed first); median of $runs run(s)

@@ -356,3 +356,129 @@ BEGIN
                                       max_future_skew);
     RETURN rel;
 END $$;
+
+-- A distributed stream's query that groups by sw_partition gets a result
+-- table distributed by that column, co-located with the stream (Citus).
+CREATE FUNCTION streamwm_internal._routing_column(stream regclass, query text)
+    RETURNS text AS 'MODULE_PATHNAME', 'streamwm_routing_column' LANGUAGE C STABLE STRICT;
+COMMENT ON FUNCTION streamwm_internal._routing_column(regclass, text) IS
+    'internal: the GROUP BY output of a window query that is the stream''s sw_partition, by which a distributed stream''s result table is distributed, not for direct use';
+CREATE OR REPLACE FUNCTION streamwm_internal._result_table(kind text, name text, result_table text,
+    user_path text, stream regclass, bound text)
+RETURNS regclass
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    rel      regclass;
+    tname    text;
+    cols     record;
+    lead     text[];
+    leaddefs text;
+    coldefs  text := '';
+    keys     text[];
+    missing  text;
+    routing  text;
+    nullable_key boolean := false;
+BEGIN
+    IF kind = 'ordered' THEN
+        lead := ARRAY['seq', 'event_time'];
+        leaddefs := 'seq bigint NOT NULL, event_time timestamptz NOT NULL';
+    ELSIF kind = 'count' THEN
+        lead := ARRAY['window_seq', 'window_start', 'window_end'];
+        leaddefs := 'window_seq bigint NOT NULL, window_start timestamptz NOT NULL, '
+                    'window_end timestamptz NOT NULL';
+    ELSIF kind IN ('window', 'session') THEN
+        lead := ARRAY['window_start', 'window_end'];
+        leaddefs := 'window_start timestamptz NOT NULL, window_end timestamptz NOT NULL';
+    ELSE
+        RAISE EXCEPTION 'unknown kind of query: %', kind USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    keys := lead[1:1];
+    FOR cols IN SELECT * FROM streamwm_internal._query_columns(stream, bound, kind = 'ordered') LOOP
+        IF kind = 'count' AND cols.colname = 'window_seq' THEN
+            RAISE EXCEPTION 'output column name "window_seq" is reserved for the window number'
+                USING ERRCODE = 'duplicate_column';
+        END IF;
+        coldefs := coldefs || format(', %I %s', cols.colname, cols.coltype);
+        IF cols.is_key THEN
+            keys := keys || cols.colname;
+            nullable_key := nullable_key OR cols.nullable;
+        END IF;
+    END LOOP;
+
+    tname := streamwm_internal._qualified_name(coalesce(result_table,
+                 CASE WHEN name ~ '^[a-z_][a-z0-9_$]*$' THEN name ELSE quote_ident(name) END),
+                 user_path);
+    rel := to_regclass(tname);
+    IF rel IS NOT NULL AND EXISTS (SELECT 1 FROM streamwm.stream_def d WHERE d.stream = rel) THEN
+        IF kind = 'window' THEN
+            RAISE EXCEPTION 'result table % is a stream', rel
+                USING ERRCODE = 'wrong_object_type',
+                      HINT = 'To write a query''s windows into a stream, give it as result_stream.';
+        ELSIF kind = 'session' THEN
+            RAISE EXCEPTION 'result table % is a stream', rel
+                USING ERRCODE = 'wrong_object_type',
+                      DETAIL = 'A session query writes into a table.';
+        ELSIF kind = 'count' THEN
+            RAISE EXCEPTION 'result table % is a stream', rel
+                USING ERRCODE = 'wrong_object_type',
+                      HINT = 'A count query writes into a table.';
+        END IF;
+        RAISE EXCEPTION 'result table % is a stream', rel USING ERRCODE = 'wrong_object_type';
+    END IF;
+    IF rel IS NULL THEN
+        EXECUTE format('CREATE TABLE %s (%s%s, %s (%s))',
+                       tname, leaddefs, coldefs,
+                       CASE WHEN nullable_key THEN 'UNIQUE NULLS NOT DISTINCT' ELSE 'PRIMARY KEY' END,
+                       (SELECT string_agg(quote_ident(k), ', ') FROM unnest(keys) k));
+        rel := tname::regclass;
+        -- a distributed stream's window query that groups by sw_partition:
+        -- its results live with their partition, co-located with the
+        -- stream (Citus; the argument is a parameter, which citus.c's
+        -- refusal of distributing calls does not look at).  Session and
+        -- count queries keep theirs local (citus.c, sw_citus_refuse_result_kind).
+        IF kind = 'window' AND EXISTS (SELECT 1 FROM streamwm.stream_def d
+                                          WHERE d.stream OPERATOR(pg_catalog.=) _result_table.stream
+                                            AND d.rows_table IS NOT NULL) THEN
+            routing := streamwm_internal._routing_column(stream, bound);
+            IF routing IS NOT NULL THEN
+                EXECUTE 'SELECT pg_catalog.create_distributed_table($1, $2, colocate_with => $3)'
+                    USING rel, routing, stream::text;
+            END IF;
+        END IF;
+        RETURN rel;
+    END IF;
+
+    SELECT string_agg(c, ', ') INTO missing
+      FROM unnest(lead || ARRAY(SELECT colname FROM streamwm_internal._query_columns(stream, bound,
+                                                                             kind = 'ordered'))) c
+     WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a
+                        WHERE a.attrelid = rel AND a.attname = c AND a.attnum > 0
+                          AND NOT a.attisdropped);
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION 'result table % lacks columns: %', rel, missing
+            USING ERRCODE = 'undefined_column';
+    END IF;
+    IF NOT EXISTS (
+        SELECT 1 FROM pg_index i
+         WHERE i.indrelid = rel AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
+           AND i.indexprs IS NULL AND (i.indnullsnotdistinct OR NOT nullable_key)
+           AND i.indnkeyatts = cardinality(keys)
+           AND (SELECT array_agg(a.attname::text ORDER BY a.attname)
+                  FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+                  JOIN pg_attribute a ON a.attrelid = rel AND a.attnum = k.attnum
+                 WHERE k.ord <= i.indnkeyatts)
+               = (SELECT array_agg(k ORDER BY k) FROM unnest(keys) k)) THEN
+        IF kind = 'ordered' THEN
+            RAISE EXCEPTION 'result table % has no unique index on (seq)', rel
+                USING ERRCODE = 'invalid_table_definition';
+        END IF;
+        RAISE EXCEPTION 'result table % has no unique index on (%)', rel, array_to_string(keys, ', ')
+            USING ERRCODE = 'invalid_table_definition',
+                  HINT = CASE WHEN nullable_key
+                              THEN 'A group key can be NULL: the index must be UNIQUE NULLS NOT DISTINCT.'
+                              WHEN kind = 'session' THEN 'Sessions are upserted on their start and the GROUP BY columns.'
+                              WHEN kind = 'count' THEN 'Results are upserted on the window number and the GROUP BY columns.'
+                              ELSE 'Results are upserted on the window start and the GROUP BY columns.' END;
+    END IF;
+    RETURN rel;
+END $$;

@@ -322,6 +322,9 @@ CREATE FUNCTION streamwm_internal._stream_purge() RETURNS trigger
 CREATE FUNCTION streamwm_internal._query_columns(stream regclass, query text,
     OUT colname text, OUT coltype text, OUT is_key boolean, OUT nullable boolean)
     RETURNS SETOF record AS 'MODULE_PATHNAME', 'streamwm_query_columns' LANGUAGE C STRICT;
+-- the GROUP BY output that is the stream's sw_partition (src/result.c)
+CREATE FUNCTION streamwm_internal._routing_column(stream regclass, query text)
+    RETURNS text AS 'MODULE_PATHNAME', 'streamwm_routing_column' LANGUAGE C STABLE STRICT;
 -- the output columns of an ordered query (hop and size NULL)
 CREATE FUNCTION streamwm_internal._query_columns(stream regclass, query text, ordered boolean,
     OUT colname text, OUT coltype text, OUT is_key boolean, OUT nullable boolean)
@@ -940,6 +943,7 @@ DECLARE
     coldefs  text := '';
     keys     text[];
     missing  text;
+    routing  text;
     nullable_key boolean := false;
 BEGIN
     IF kind = 'ordered' THEN
@@ -993,7 +997,22 @@ BEGIN
                        tname, leaddefs, coldefs,
                        CASE WHEN nullable_key THEN 'UNIQUE NULLS NOT DISTINCT' ELSE 'PRIMARY KEY' END,
                        (SELECT string_agg(quote_ident(k), ', ') FROM unnest(keys) k));
-        RETURN tname::regclass;
+        rel := tname::regclass;
+        -- a distributed stream's window query that groups by sw_partition:
+        -- its results live with their partition, co-located with the
+        -- stream (Citus; the argument is a parameter, which citus.c's
+        -- refusal of distributing calls does not look at).  Session and
+        -- count queries keep theirs local (citus.c, sw_citus_refuse_result_kind).
+        IF kind = 'window' AND EXISTS (SELECT 1 FROM streamwm.stream_def d
+                                          WHERE d.stream OPERATOR(pg_catalog.=) _result_table.stream
+                                            AND d.rows_table IS NOT NULL) THEN
+            routing := streamwm_internal._routing_column(stream, bound);
+            IF routing IS NOT NULL THEN
+                EXECUTE 'SELECT pg_catalog.create_distributed_table($1, $2, colocate_with => $3)'
+                    USING rel, routing, stream::text;
+            END IF;
+        END IF;
+        RETURN rel;
     END IF;
 
     SELECT string_agg(c, ', ') INTO missing
@@ -1837,6 +1856,8 @@ COMMENT ON FUNCTION streamwm_internal._partition_stats(regclass) IS
     'internal: per-partition figures of a stream for the views (newest offset, backlog, open writers), not for direct use';
 COMMENT ON FUNCTION streamwm_internal._qualified_name(text, text) IS
     'internal: a table name quoted and schema-qualified under a search_path, not for direct use';
+COMMENT ON FUNCTION streamwm_internal._routing_column(regclass, text) IS
+    'internal: the GROUP BY output of a window query that is the stream''s sw_partition, by which a distributed stream''s result table is distributed, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._query_columns(regclass, text) IS
     'internal: the output columns and key of a window query, not for direct use';
 COMMENT ON FUNCTION streamwm_internal._query_columns(regclass, text, boolean) IS

@@ -74,10 +74,12 @@
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "nodes/nodeFuncs.h"
+#include "nodes/readfuncs.h"
 #include "parser/analyze.h"
 #include "parser/parsetree.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/regproc.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -87,6 +89,7 @@
 #include "catalog.h"
 #include "citus.h"
 #include "purge.h"
+#include "result.h"
 #include "commit_order.h"
 #include "ingest.h"
 #include "limit.h"
@@ -195,8 +198,9 @@ static const char *const distributing_functions[] = {
 };
 
 #define SW_CITUS_HINT \
-	"A stream is distributed by streamwm.create_stream(..., distributed => true); result tables " \
-	"stay local on the coordinator, and a query may join reference tables."
+	"A stream is distributed by streamwm.create_stream(..., distributed => true); a query's " \
+	"result table is local on the coordinator, or co-located with the stream when the query " \
+	"groups by its sw_partition; a query may join reference tables."
 
 /* A Citus metadata table in pg_catalog, or InvalidOid (Citus not installed). */
 static Oid
@@ -243,6 +247,12 @@ citus_catalog_row(Oid catalog, const char *index, const char *keycol,
 			values[i] = (Datum) 0;
 			if (att != InvalidAttrNumber)
 				values[i] = heap_getattr(tuple, att, RelationGetDescr(rel), &nulls[i]);
+			if (!nulls[i])
+			{
+				Form_pg_attribute attr = TupleDescAttr(RelationGetDescr(rel), att - 1);
+
+				values[i] = datumCopy(values[i], attr->attbyval, attr->attlen);
+			}
 		}
 	}
 	systable_endscan(scan);
@@ -373,21 +383,89 @@ sw_citus_refuse_query_relation(Oid relid, Oid stream)
 			 errhint("Join with a reference table (create_reference_table()) or a local table instead.")));
 }
 
-/* The refusal of a result table Citus manages (create_query). */
+/*
+ * A table Citus distributes by hash: its distribution column and its
+ * co-location group (pg_dist_partition).  False for any other table.
+ */
+static bool
+citus_hash_distribution(Oid relid, AttrNumber *attnum, uint32 *colocation)
+{
+	static const char *const cols[] = {"partmethod", "partkey", "colocationid"};
+	Oid			catalog = citus_catalog("pg_dist_partition");
+	Datum		values[3];
+	bool		nulls[3];
+	Node	   *key;
+
+	if (!OidIsValid(catalog) ||
+		!citus_catalog_row(catalog, "pg_dist_partition_logical_relid_index", "logicalrelid",
+						   F_OIDEQ, ObjectIdGetDatum(relid), 3, cols, values, nulls) ||
+		nulls[0] || nulls[1] || nulls[2] || DatumGetChar(values[0]) != 'h')
+		return false;
+	key = stringToNode(TextDatumGetCString(values[1]));
+	if (key == NULL || !IsA(key, Var))
+		return false;
+	*attnum = ((Var *) key)->varattno;
+	*colocation = DatumGetUInt32(values[2]);
+	return true;
+}
+
+/*
+ * The refusal of a result table Citus manages (create_query): allowed only
+ * for a query that groups by the sw_partition of a distributed stream, in a
+ * table distributed by that output column and co-located with the stream
+ * (as streamwm_internal._result_table makes it).  Each result row then
+ * lives on the node of its partition; a step writes it there, from the
+ * coordinator, with a plan made for the step's values (step_cache.c).
+ */
 void
-sw_citus_refuse_result_table(Oid result)
+sw_citus_refuse_result_table(Oid result, Oid stream, const char *query)
 {
 	const char *kind = sw_citus_table_kind(result);
+	AttrNumber	attnum;
+	AttrNumber	stream_attnum;
+	uint32		colocation;
+	uint32		stream_colocation;
+	char	   *routing;
 
 	if (kind == NULL)
+		return;
+	if (strcmp(kind, "distributed table") == 0 && result != stream &&
+		sw_stream_distributed(stream, NULL, NULL) &&
+		!sw_lookup_stream(result, false, NULL, NULL) &&
+		citus_hash_distribution(result, &attnum, &colocation) &&
+		citus_hash_distribution(stream, &stream_attnum, &stream_colocation) &&
+		colocation == stream_colocation &&
+		(routing = sw_routing_column(stream, query)) != NULL &&
+		attnum == get_attnum(result, routing))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("result table %s is a Citus %s", sw_relation_name(result), kind),
-			 errdetail("A step upserts a query's results in the transaction that records its "
-					   "position, with statements that read the result table together with "
-					   "local tables."),
-			 errhint("Give create_query a local result table. " SW_CITUS_HINT)));
+			 errdetail("A step upserts a query's results from the coordinator; a result table "
+					   "can be a Citus table only when the query groups by the sw_partition of "
+					   "a distributed stream, distributed by that column and co-located with "
+					   "the stream."),
+			 errhint("Give create_query a local result table, or none. " SW_CITUS_HINT)));
+}
+
+/*
+ * A session or count query's result table must be local: its step updates
+ * the query's state rows by their ctid in the statement that writes the
+ * results, which Citus does not plan next to a distributed table.
+ */
+void
+sw_citus_refuse_result_kind(Oid result, const char *kind)
+{
+	const char *citus = sw_citus_table_kind(result);
+
+	if (citus == NULL)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("the result table of a %s query cannot be a Citus %s", kind, citus),
+			 errdetail("Its step updates the query's state by row identity in the statement "
+					   "that writes the results, which Citus does not plan with a Citus table."),
+			 errhint("Give it a local result table, or none.")));
 }
 
 /*

@@ -22,7 +22,8 @@ extern int	sw_citus_stream_partitions(Oid relid);
 extern Trigger *sw_citus_stream_trigger(Relation rel);
 extern void sw_citus_refuse_stream(Oid stream);
 extern void sw_citus_refuse_query_relation(Oid relid, Oid stream);
-extern void sw_citus_refuse_result_table(Oid result);
+extern void sw_citus_refuse_result_table(Oid result, Oid stream, const char *query);
+extern void sw_citus_refuse_result_kind(Oid result, const char *kind);
 extern void sw_citus_check_copy(Oid relid);
 extern bool sw_citus_utility(PlannedStmt *pstmt, const char *queryString,
 							 QueryCompletion *qc);

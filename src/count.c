@@ -74,6 +74,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "citus.h"
 #include "count.h"
 #include "limit.h"
 #include "pane.h"
@@ -908,6 +909,7 @@ streamwm_set_count_windows(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("query \"%s\" cannot be made a count query", name),
 				 errhint("Use streamwm.create_count_query().")));
+	sw_citus_refuse_result_kind(def->result_table, "count");
 	nestlevel = sw_enter_safe_path();
 	(void) count_shape(def->stream, def->query);
 	sw_leave_safe_path(nestlevel);

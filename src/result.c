@@ -34,6 +34,7 @@
 #include "version.h"
 
 PG_FUNCTION_INFO_V1(streamwm_query_columns);
+PG_FUNCTION_INFO_V1(streamwm_routing_column);
 
 /* Does the query have an outer join anywhere in its FROM? */
 static bool
@@ -88,6 +89,25 @@ key_can_be_null(Query *q, TargetEntry *tle)
 	notnull = ((Form_pg_attribute) GETSTRUCT(tup))->attnotnull;
 	ReleaseSysCache(tup);
 	return !notnull;
+}
+
+/*
+ * Is a GROUP BY output the stream's own sw_partition column, read directly
+ * from the stream (not through a join's alias or an expression)?  Then each
+ * result row belongs to one partition of the stream: a distributed stream's
+ * result table can live with that partition (sw_routing_column).
+ */
+static bool
+key_is_partition(Query *q, TargetEntry *tle, Oid relid)
+{
+	Var		   *var = (Var *) tle->expr;
+	RangeTblEntry *rte;
+
+	if (!IsA(var, Var) || var->varlevelsup != 0 || var->varattno <= 0)
+		return false;
+	rte = rt_fetch(var->varno, q->rtable);
+	return rte->rtekind == RTE_RELATION && rte->relid == relid &&
+		var->varattno == get_attnum(relid, "sw_partition");
 }
 
 /*
@@ -220,6 +240,7 @@ output_columns(Query *q, Oid relid, bool ordered)
 											 exprTypmod((Node *) tle->expr));
 		col->is_key = false;
 		col->nullable = key_can_be_null(q, tle);
+		col->routes = false;
 		if (tle->ressortgroupref != 0)
 		{
 			ListCell   *lc3;
@@ -229,6 +250,8 @@ output_columns(Query *q, Oid relid, bool ordered)
 				if (lfirst_node(SortGroupClause, lc3)->tleSortGroupRef == tle->ressortgroupref)
 					col->is_key = true;
 			}
+			col->routes = col->is_key && !col->nullable &&
+				key_is_partition(q, tle, relid);
 		}
 		if (exprType((Node *) tle->expr) == UNKNOWNOID ||
 			exprType((Node *) tle->expr) == RECORDOID)
@@ -254,6 +277,40 @@ List *
 sw_ordered_columns(Oid relid, const char *query)
 {
 	return output_columns(sw_analyze_window_query(query), relid, true);
+}
+
+/*
+ * The output column of a window query that is a GROUP BY on the stream's
+ * sw_partition (the first such, never NULL), or NULL: a distributed
+ * stream's result table is distributed by it, co-located with the stream
+ * (citus.c, sw_citus_refuse_result_table; streamwm_internal._result_table).
+ */
+char *
+sw_routing_column(Oid relid, const char *query)
+{
+	ListCell   *lc;
+
+	foreach(lc, sw_query_columns(relid, query))
+	{
+		SwOutputColumn *col = lfirst(lc);
+
+		if (col->routes)
+			return col->name;
+	}
+	return NULL;
+}
+
+/* streamwm_internal._routing_column(stream regclass, query text) RETURNS text */
+Datum
+streamwm_routing_column(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+
+	sw_require_extension_version();
+	name = sw_routing_column(PG_GETARG_OID(0), text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	if (name == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(name));
 }
 
 /*

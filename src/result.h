@@ -15,12 +15,14 @@ typedef struct SwOutputColumn
 	char	   *type;			/* format_type_with_typemod() */
 	bool		is_key;			/* a GROUP BY output */
 	bool		nullable;		/* a key that can be NULL */
+	bool		routes;			/* a key that is the stream's sw_partition */
 } SwOutputColumn;
 
 extern void sw_require_result_table(const SwQueryDef *def);
 extern char *sw_result_key_order(const SwQueryDef *def);
 extern List *sw_query_columns(Oid relid, const char *query);
 extern SwOutputColumn *sw_output_column(List *cols, const char *name);
+extern char *sw_routing_column(Oid relid, const char *query);
 extern List *sw_ordered_columns(Oid relid, const char *query);
 extern int	sw_ordered_stream_rte(Query *q, Oid relid);
 extern char *sw_upsert_statement(const SwQueryDef *def, const char *ctes, const char *select,

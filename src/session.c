@@ -85,6 +85,7 @@
 #include "utils/timestamp.h"
 
 #include "catalog.h"
+#include "citus.h"
 #include "limit.h"
 #include "pane.h"
 #include "query.h"
@@ -690,6 +691,7 @@ streamwm_register_session(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("query \"%s\" cannot be made a session query", name),
 				 errhint("Use streamwm.create_session_query().")));
+	sw_citus_refuse_result_kind(def->result_table, "session");
 	sw_catalog_make_session(name, PG_GETARG_DATUM(1), gap_us);
 	SPI_finish();
 	PG_RETURN_VOID();

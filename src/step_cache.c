@@ -25,6 +25,7 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
+#include "citus.h"
 #include "step_cache.h"
 
 #define SW_MAX_STEP_ENTRIES 64
@@ -193,6 +194,14 @@ sw_step_entry_set_statement(SwStepEntry *e, const char *sql, int nparams, const 
 	e->insert_plan = NULL;
 	e->insert_backoff = 0;
 	e->sql = MemoryContextStrdup(e->cxt, sql);
+	/*
+	 * A result table Citus distributes (co-located with its distributed
+	 * stream, citus.c): Citus plans a statement that writes it only with
+	 * its parameters' values ("could not create distributed plan" for a
+	 * generic plan), so it is planned again at every step.
+	 */
+	if (sw_citus_table_kind(e->result_table) != NULL)
+		cursor_options = CURSOR_OPT_CUSTOM_PLAN;
 	e->cursor_options = cursor_options;
 	e->plan = keep_plan(sql, nparams, types, cursor_options);
 	e->statement_pane_table = pane_table;
@@ -223,7 +232,9 @@ sw_step_entry_make_plans(SwStepEntry *e)
 {
 	SPIPlanPtr	plans[2] = {e->plan, e->insert_plan};
 
-	Assert(e->cursor_options & CURSOR_OPT_GENERIC_PLAN);
+	/* planned as it runs (a Citus result table: above) */
+	if (!(e->cursor_options & CURSOR_OPT_GENERIC_PLAN))
+		return;
 	for (int i = 0; i < lengthof(plans); i++)
 	{
 		CachedPlan *cplan;

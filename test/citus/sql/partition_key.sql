@@ -290,6 +290,7 @@ DROP FUNCTION pk_both(text);
 DROP TABLE pk_src, pk_loc;
 DROP COLLATION pk_ci;
 SELECT streamwm.drop_stream('pk', cascade => true);
+DROP TABLE pkq;
 SELECT streamwm.drop_stream('pk_local');
 REVOKE USAGE ON SCHEMA streamwm FROM regress_pk_writer;
 DROP ROLE regress_pk_writer;
