@@ -239,7 +239,8 @@ EOF
 echo "$out"
 {
     echo
-    echo "## q5 on Citus beside one node, $(date -u '+%Y-%m-%d %H:%M UTC') (\`bash bench/citus.sh $nbids $runs\`, commit ${COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')})"
+    title="q5"; [ -n "${QUERY:-}" ] && title="a query of your own over q5's rows"
+    echo "## $title on Citus beside one node, $(date -u '+%Y-%m-%d %H:%M UTC') (\`${QUERY:+QUERY=\"$QUERY\" }bash bench/citus.sh $nbids $runs\`, commit ${COMMIT:-$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')})"
     echo
     echo "$out"
 } >>"$report"
