@@ -355,6 +355,9 @@ streamwm_alter_query(PG_FUNCTION_ARGS)
 	nestlevel = sw_enter_safe_path();
 	new_cols = sw_query_columns(def->stream, bound);
 	add = check_result_table(def, old_cols, new_cols);
+	/* a result table co-located with the stream stays so (citus.c) */
+	if (!def->result_stream)
+		sw_citus_refuse_result_table(def->result_table, def->stream, bound);
 	if (add != NULL)
 		sw_spi_exec(add, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
 

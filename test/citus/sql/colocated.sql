@@ -160,6 +160,12 @@ SELECT streamwm.recompute('cr_pane', '2025-12-31', '2026-01-02');
 SELECT pane_differing FROM cr_check();
 SELECT streamwm.alter_query('cr_pane',
   'SELECT sw_partition AS p, k, count(*) AS n, sum(v) AS s, max(v) AS m FROM cr GROUP BY sw_partition, k');
+-- a new text whose p is no longer the partition would spread the rows
+-- over the wrong nodes: refused
+SELECT streamwm.alter_query('cr_pane',
+  'SELECT k AS p, sw_partition AS k, count(*) AS n, sum(v) AS s, max(v) AS m FROM cr GROUP BY k, sw_partition');
+SELECT streamwm.alter_query('cr_pane',
+  'SELECT sw_partition + 0 AS p, k, count(*) AS n, sum(v) AS s, max(v) AS m FROM cr GROUP BY sw_partition + 0, k');
 -- a shard move takes the result shards with the stream's; steps go on
 SELECT get_shard_id_for_distribution_column('cr', 1) AS shard,
        (SELECT nodeport FROM pg_dist_shard_placement
