@@ -357,7 +357,8 @@ streamwm_alter_query(PG_FUNCTION_ARGS)
 	add = check_result_table(def, old_cols, new_cols);
 	/* a result table co-located with the stream stays so (citus.c) */
 	if (!def->result_stream)
-		sw_citus_refuse_result_table(def->result_table, def->stream, bound);
+		sw_citus_refuse_result_table(def->result_table, def->stream,
+									 def->ordered ? NULL : bound);
 	if (add != NULL)
 		sw_spi_exec(add, 0, NULL, NULL, NULL, SPI_OK_UTILITY);
 

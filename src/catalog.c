@@ -999,7 +999,9 @@ streamwm_register_query(PG_FUNCTION_ARGS)
 	if (!pg_class_ownercheck(result, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, relname);
 	/* on Citus: a local result table, or one co-located with the stream (citus.c) */
-	sw_citus_refuse_result_table(result, relid, text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	sw_citus_refuse_result_table(result, relid,
+								 sw_interval_usec(PG_GETARG_INTERVAL_P(4)) == 0 ? NULL :
+								 text_to_cstring(PG_GETARG_TEXT_PP(2)));
 	/* a chain: the results go into another stream (SPEC section 10) */
 	/* locked, so that two queries cannot both become its one writer */
 	chain = sw_lookup_stream(result, true, NULL, NULL);

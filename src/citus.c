@@ -197,6 +197,27 @@ static const char *const distributing_functions[] = {
 	NULL
 };
 
+/* and those that change how a Citus table is distributed */
+static const char *const redistributing_functions[] = {
+	"alter_distributed_table",
+	"update_distributed_table_colocation",
+	"undistribute_table",
+	NULL
+};
+
+/* Which of the two lists fname is in: 1, 2, or 0. */
+static int
+distributing_function(const char *fname)
+{
+	for (int i = 0; distributing_functions[i] != NULL; i++)
+		if (strcmp(fname, distributing_functions[i]) == 0)
+			return 1;
+	for (int i = 0; redistributing_functions[i] != NULL; i++)
+		if (strcmp(fname, redistributing_functions[i]) == 0)
+			return 2;
+	return 0;
+}
+
 #define SW_CITUS_HINT \
 	"A stream is distributed by streamwm.create_stream(..., distributed => true); a query's " \
 	"result table is local on the coordinator, or co-located with the stream when the query " \
@@ -413,7 +434,8 @@ citus_hash_distribution(Oid relid, AttrNumber *attnum, uint32 *colocation)
  * The refusal of a result table Citus manages (create_query): allowed only
  * for a query that groups by the sw_partition of a distributed stream, in a
  * table distributed by that output column and co-located with the stream
- * (as streamwm_internal._result_table makes it).  Each result row then
+ * (as streamwm_internal._result_table makes it; query: the bound text of
+ * the window query, NULL for an ordered query).  Each result row then
  * lives on the node of its partition; a step writes it there, from the
  * coordinator, with a plan made for the step's values (step_cache.c).
  */
@@ -434,7 +456,7 @@ sw_citus_refuse_result_table(Oid result, Oid stream, const char *query)
 		!sw_lookup_stream(result, false, NULL, NULL) &&
 		citus_hash_distribution(result, &attnum, &colocation) &&
 		citus_hash_distribution(stream, &stream_attnum, &stream_colocation) &&
-		colocation == stream_colocation &&
+		colocation == stream_colocation && query != NULL &&
 		(routing = sw_routing_column(stream, query)) != NULL &&
 		attnum == get_attnum(result, routing))
 		return;
@@ -466,6 +488,33 @@ sw_citus_refuse_result_kind(Oid result, const char *kind)
 			 errdetail("Its step updates the query's state by row identity in the statement "
 					   "that writes the results, which Citus does not plan with a Citus table."),
 			 errhint("Give it a local result table, or none.")));
+}
+
+/*
+ * At a step, when it first meets a query's result table (a step cache
+ * entry is built for every new result table OID, and again after any
+ * change to the table): a result table that became a Citus table after
+ * create_query (replaced by name, redistributed with a computed argument)
+ * is checked as create_query checks it, and the step fails, with the
+ * cause, rather than write where Citus cannot plan or against the
+ * co-location.
+ */
+void
+sw_citus_check_result(const struct SwQueryDef *def)
+{
+	int			nestlevel;
+
+	if (!OidIsValid(def->result_table) || def->result_stream ||
+		sw_citus_table_kind(def->result_table) == NULL)
+		return;
+	if (def->session)
+		sw_citus_refuse_result_kind(def->result_table, "session");
+	if (def->count)
+		sw_citus_refuse_result_kind(def->result_table, "count");
+	nestlevel = sw_enter_safe_path();
+	sw_citus_refuse_result_table(def->result_table, def->stream,
+								 def->ordered ? NULL : def->query);
+	sw_leave_safe_path(nestlevel);
 }
 
 /*
@@ -530,27 +579,36 @@ refuse_distributing_call(Node *node, void *context)
 		FuncExpr   *f = (FuncExpr *) node;
 		char	   *fname = get_func_name(f->funcid);
 		Node	   *arg;
+		int			which = fname == NULL ? 0 : distributing_function(fname);
 
-		if (fname != NULL && f->args != NIL &&
+		if (which != 0 && f->args != NIL &&
 			get_func_namespace(f->funcid) == PG_CATALOG_NAMESPACE)
 		{
-			for (int i = 0; distributing_functions[i] != NULL; i++)
-			{
-				bool		is_stream;
-				char	   *query;
-				Oid			relid;
+			bool		is_stream;
+			char	   *query;
+			Oid			relid = InvalidOid;
 
-				if (strcmp(fname, distributing_functions[i]) != 0)
-					continue;
-				arg = (Node *) linitial(f->args);
-				while (IsA(arg, RelabelType))
-					arg = (Node *) ((RelabelType *) arg)->arg;
-				if (!IsA(arg, Const) || ((Const *) arg)->constisnull ||
-					((Const *) arg)->consttype != REGCLASSOID)
-					break;
+			arg = (Node *) linitial(f->args);
+			while (IsA(arg, RelabelType))
+				arg = (Node *) ((RelabelType *) arg)->arg;
+			if (IsA(arg, Const) && !((Const *) arg)->constisnull &&
+				((Const *) arg)->consttype == REGCLASSOID)
 				relid = DatumGetObjectId(((Const *) arg)->constvalue);
-				if (!streamwm_table_role(relid, &is_stream, &query))
-					break;
+			/*
+			 * (a stream's co-location may change: two streams co-located
+			 * take INSERT ... SELECT between them on the workers)
+			 */
+			if (OidIsValid(relid) && streamwm_table_role(relid, &is_stream, &query) &&
+				!(which == 2 && is_stream))
+			{
+				if (which == 2)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("cannot change how Citus distributes result table %s of query \"%s\" with %s()",
+									sw_relation_name(relid), query, fname),
+							 errdetail("A result table is local, or co-located with its stream by "
+									   "the query's sw_partition, as create_query made it."),
+							 errhint(SW_CITUS_HINT)));
 				if (is_stream)
 					ereport(ERROR,
 							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -24,6 +24,8 @@ extern void sw_citus_refuse_stream(Oid stream);
 extern void sw_citus_refuse_query_relation(Oid relid, Oid stream);
 extern void sw_citus_refuse_result_table(Oid result, Oid stream, const char *query);
 extern void sw_citus_refuse_result_kind(Oid result, const char *kind);
+struct SwQueryDef;
+extern void sw_citus_check_result(const struct SwQueryDef *def);
 extern void sw_citus_check_copy(Oid relid);
 extern bool sw_citus_utility(PlannedStmt *pstmt, const char *queryString,
 							 QueryCompletion *qc);

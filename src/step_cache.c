@@ -126,6 +126,8 @@ sw_step_entry(const SwQueryDef *def)
 			e->stale = true;
 		}
 	}
+	/* a result table Citus took over since create_query (citus.c) */
+	sw_citus_check_result(def);
 	if (list_length(entries) >= SW_MAX_STEP_ENTRIES)
 		((SwStepEntry *) linitial(entries))->stale = true;
 

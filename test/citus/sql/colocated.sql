@@ -209,6 +209,24 @@ SELECT min(window_end) >= :'watermark'::timestamptz - interval '30 s' AS old_win
        count(*) > 0 AS kept
   FROM cr_made;
 
+-- nor can its distribution be changed afterwards
+SELECT update_distributed_table_colocation('cr_pane', colocate_with => 'none');
+SELECT alter_distributed_table('cr_pane', distribution_column => 'k');
+SELECT undistribute_table('cr_pane');
+-- a result table replaced by name with a Citus table is checked at the
+-- next step as create_query checks it: the step fails, saying why
+CREATE TABLE cr_session_new (LIKE cr_session INCLUDING ALL);
+DROP TABLE cr_session;
+ALTER TABLE cr_session_new RENAME TO cr_session;
+SELECT create_distributed_table('cr_session', 'p', colocate_with => 'cr');
+CALL cr_load(11);
+SELECT streamwm.process('cr', now => '2026-01-01 00:10:00+00');
+SELECT query, last_error FROM streamwm.queries WHERE query = 'cr_session';
+-- (back to a local table: the step goes on)
+SELECT undistribute_table('cr_session');
+SELECT streamwm.process('cr', now => '2026-01-01 00:10:00+00');
+SELECT query, last_error IS NULL AS ok FROM streamwm.queries WHERE query = 'cr_session';
+
 SELECT streamwm.drop_stream('cr', cascade => true);
 
 -- the first steps write with a plain INSERT; a row already there (written
