@@ -119,6 +119,35 @@ row_security(Oid relid)
  * any of those rows is late (bool), $6 the late rows, partition * 2^64 +
  * offset (numeric[]).  Its outputs: sw_pane, sw_k1.., sw_a1.., sw_part.
  */
+/*
+ * The join with the arrays alone leaves each node's planner without the
+ * ranges it reads: it read every shard whole, at every step however few
+ * rows were new.  So each of the arrays' elements is written as a range
+ * too, ($1[i], $2[i], $3[i]) for i up to the stream's partition count:
+ * Citus sends the statement with the parameters' values, a node folds
+ * the subscripts to constants and drops the ranges past the arrays' end
+ * (NULL), and plans an index range scan of a narrow range.  Not past
+ * SW_FOLD_MAX_RANGES partitions (a long OR is planned on every shard).
+ */
+#define SW_FOLD_MAX_RANGES 64
+
+static const char *
+range_filter(Oid relid)
+{
+	int			np = sw_citus_stream_partitions(relid);
+	StringInfoData buf;
+
+	if (np <= 0 || np > SW_FOLD_MAX_RANGES)
+		return "";
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, " AND (");
+	for (int i = 1; i <= np; i++)
+		appendStringInfo(&buf, "%s(sw_s.sw_partition = $1[%d] AND sw_s.sw_offset > $2[%d]"
+						 " AND sw_s.sw_offset <= $3[%d])", i > 1 ? " OR " : "", i, i, i);
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
 char *
 sw_citus_fold_sql(Oid relid, Query *q, int64 hop_us, TimestampTz origin,
 				  int64 processing_size_us)
@@ -173,9 +202,9 @@ sw_citus_fold_sql(Oid relid, Query *q, int64 hop_us, TimestampTz origin,
 										" pg_catalog.unnest($3)) AS sw_o(part, lo, hi)"
 										" JOIN %s sw_s ON sw_s.sw_partition = sw_o.part"
 										" AND sw_s.sw_offset > sw_o.lo AND sw_s.sw_offset <= sw_o.hi"
-										" WHERE sw_s.sw_partition = ANY ($1)%s",
+										" WHERE sw_s.sw_partition = ANY ($1)%s%s",
 										sw_stream_columns_sql(relid, "sw_s"), pane,
-										sw_relation_name(relid), filter),
+										sw_relation_name(relid), range_filter(relid), filter),
 							   fold_types, FOLD_NPARAMS);
 	pp = sw_partial_plan(relid, q, rows, lead, 1, 1, "panes", &why);
 	return pp ? pp->fold_select : NULL;

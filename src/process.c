@@ -221,6 +221,28 @@ typedef struct StepReader
 } StepReader;
 
 /*
+ * The rows of partitions parts[i] with offsets in (from[i], to[i]], as an
+ * SQL condition on alias's columns, the values written out: a node plans
+ * a read of a distributed stream's shard with them (read_batch).
+ */
+static char *
+offset_ranges_sql(const char *alias, const Datum *parts, const Datum *from, const Datum *to,
+				  int n)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < n; i++)
+		appendStringInfo(&buf, "%s(%s.sw_partition = %d AND %s.sw_offset > " INT64_FORMAT
+						 " AND %s.sw_offset <= " INT64_FORMAT ")",
+						 i > 0 ? " OR " : "", alias, DatumGetInt32(parts[i]), alias,
+						 DatumGetInt64(from[i]), alias, DatumGetInt64(to[i]));
+	if (n == 0)
+		appendStringInfoString(&buf, "false");
+	return buf.data;
+}
+
+/*
  * SwHeldFrom of a step (see watermark.h): the earliest start of a writing
  * transaction of the partition not yet processed to the end (its commit log
  * entry not read to the end) or still open.
@@ -581,19 +603,22 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	recv.rows = palloc(recv.cap * sizeof(FetchedRow));
 	recv.sorted = true;
 	/*
-	 * From a distributed stream's shards (r->on_nodes): a join Citus runs
-	 * on each shard of those partitions (it cannot push down the LATERAL
-	 * read); the shards' rows come in no particular order, and are sorted
-	 * below.
+	 * From a distributed stream's shards (r->on_nodes): Citus cannot push
+	 * down the LATERAL read, and a join with the arrays left each node's
+	 * planner without the ranges: it read every shard whole at every batch
+	 * (a step of 2,000 new rows over 1,000,000 retained: 86 ms, most of
+	 * the step).  So each partition's range is written into the statement,
+	 * which each node plans with its values (an index range scan for a
+	 * narrow range, a sequential scan for most of a shard: 2.9 against
+	 * 28.8 ms for 4,000 rows of 1,000,000, 11 against 36 ms for 100,000);
+	 * Citus sends it to the shards of ANY ($1) only.  The shards' rows
+	 * come in no particular order, and are sorted below.
 	 */
 	sw_spi_exec_bounded_to(psprintf("reading stream %s", relname),
 						   r->on_nodes ?
 						   psprintf("SELECT t.sw_partition, t.sw_offset, t.sw_event_time"
-									" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
-									" pg_catalog.unnest($3)) AS p(part, done, cut)"
-									" JOIN %s t ON t.sw_partition = p.part"
-									" AND t.sw_offset > p.done AND t.sw_offset <= p.cut"
-									" WHERE t.sw_partition = ANY ($1)", relname) :
+									" FROM %s t WHERE t.sw_partition = ANY ($1) AND (%s)",
+									relname, offset_ranges_sql("t", fparts, fdone, fcut, nfparts)) :
 						   psprintf("SELECT s.sw_partition, s.sw_offset, s.sw_event_time"
 									" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
 									" pg_catalog.unnest($3)) AS p(part, done, cut)"
