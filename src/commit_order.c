@@ -135,6 +135,7 @@
  */
 #define SW_NO_OFFSET PG_INT64_MIN
 #define SW_COMMIT_STRIPES 32
+#define SW_DIST_PARTITION_LOCKS 256
 
 /* What this transaction wrote into one partition of one stream. */
 typedef struct SwPartitionWrite
@@ -2029,6 +2030,39 @@ commit_locks(bool take)
 
 		for (; j < nwrites && writes[j].relid == relid; j++)
 			stripes[writes[j].partition % SW_COMMIT_STRIPES] = true;
+
+		/*
+		 * On a Citus node, one lock per partition, not per stripe: Citus
+		 * writes the shards of one statement through several connections
+		 * to a node, each a transaction of its own prepared before any
+		 * commits, and two of them with partitions in one stripe (1 and 33
+		 * of 100) waited for each other's prepared lock until the 500 ms
+		 * bound failed the INSERT.  A connection writes the partitions of
+		 * its shards; past SW_DIST_PARTITION_LOCKS of them it takes the
+		 * whole stream on this node (its two-phase commits then wait for
+		 * each other as before).  Tags never mix: a distributed stream's
+		 * partitions on a node are written only through its shards.
+		 */
+		if (OidIsValid(writes[i].log))
+		{
+			LOCKMODE	gate = (j - i > SW_DIST_PARTITION_LOCKS) ? ExclusiveLock : RowExclusiveLock;
+
+			if (take)
+				lock_for_transaction(relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS, gate);
+			else
+				unlock(relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS, gate);
+			for (int k = i; k < j && gate == RowExclusiveLock; k++)
+			{
+				if (take)
+					lock_for_transaction(relid, (uint32) writes[k].partition,
+										 SW_COMMIT_LOCK_CLASS, ExclusiveLock);
+				else
+					unlock(relid, (uint32) writes[k].partition, SW_COMMIT_LOCK_CLASS,
+						   ExclusiveLock);
+			}
+			i = j;
+			continue;
+		}
 		if (take)
 			lock_for_transaction(relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS, RowExclusiveLock);
 		else
