@@ -69,9 +69,12 @@
 #include "window.h"
 
 /* the fold statement's parameters (sw_citus_fold_sql) */
-#define FOLD_NPARAMS 6
+#define FOLD_NPARAMS 7
 static const Oid fold_types[FOLD_NPARAMS] = {INT4ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
-TIMESTAMPTZOID, BOOLOID, NUMERICARRAYOID};
+TIMESTAMPTZOID, BOOLOID, NUMERICARRAYOID, INT4ARRAYOID};
+
+/* how many of a step's partitions the fold writes out as ranges (range_filter) */
+#define SW_FOLD_MAX_RANGES 64
 
 /* a function, operator, aggregate or collation the nodes may not share */
 static bool
@@ -122,29 +125,28 @@ row_security(Oid relid)
 /*
  * The join with the arrays alone leaves each node's planner without the
  * ranges it reads: it read every shard whole, at every step however few
- * rows were new.  So each of the arrays' elements is written as a range
- * too, ($1[i], $2[i], $3[i]) for i up to the stream's partition count:
- * Citus sends the statement with the parameters' values, a node folds
- * the subscripts to constants and drops the ranges past the arrays' end
- * (NULL), and plans an index range scan of a narrow range.  Not past
- * SW_FOLD_MAX_RANGES partitions (a long OR is planned on every shard).
+ * rows were new.  So the arrays' first elements are written as ranges too,
+ * ($1[i], $2[i], $3[i]) for i up to the stream's partition count or
+ * SW_FOLD_MAX_RANGES, and the step's partitions past those are $7 (a long
+ * OR is planned on every shard): Citus sends the statement with the
+ * parameters' values, a node folds the subscripts to constants, drops the
+ * ranges past the arrays' end (NULL) and an empty $7 (false), and plans an
+ * index range scan of a narrow range.  The join keeps the rows exact.
  */
-#define SW_FOLD_MAX_RANGES 64
-
 static const char *
 range_filter(Oid relid)
 {
-	int			np = sw_citus_stream_partitions(relid);
+	int			np = Min(sw_citus_stream_partitions(relid), SW_FOLD_MAX_RANGES);
 	StringInfoData buf;
 
-	if (np <= 0 || np > SW_FOLD_MAX_RANGES)
+	if (np <= 0)
 		return "";
 	initStringInfo(&buf);
 	appendStringInfoString(&buf, " AND (");
 	for (int i = 1; i <= np; i++)
-		appendStringInfo(&buf, "%s(sw_s.sw_partition = $1[%d] AND sw_s.sw_offset > $2[%d]"
-						 " AND sw_s.sw_offset <= $3[%d])", i > 1 ? " OR " : "", i, i, i);
-	appendStringInfoChar(&buf, ')');
+		appendStringInfo(&buf, "(sw_s.sw_partition = $1[%d] AND sw_s.sw_offset > $2[%d]"
+						 " AND sw_s.sw_offset <= $3[%d]) OR ", i, i, i);
+	appendStringInfoString(&buf, "sw_s.sw_partition = ANY ($7))");
 	return buf.data;
 }
 
@@ -249,7 +251,7 @@ sw_citus_fold(const SwQueryDef *def, const PanePlan *pp, Datum processed, Datum 
 	Datum	   *his;
 	int			n = 0;
 	Datum		values[FOLD_NPARAMS];
-	char		nulls[FOLD_NPARAMS] = {' ', ' ', ' ', ' ', ' ', 'n'};
+	char		nulls[FOLD_NPARAMS] = {' ', ' ', ' ', ' ', ' ', 'n', ' '};
 	TupleDesc	desc;
 	Datum	   *states;
 	int16		typlen;
@@ -290,6 +292,12 @@ sw_citus_fold(const SwQueryDef *def, const PanePlan *pp, Datum processed, Datum 
 												TYPALIGN_DOUBLE));
 	values[3] = TimestampTzGetDatum(at);
 	values[4] = BoolGetDatum(has_late);
+	/* the partitions past those range_filter() writes out */
+	values[6] = PointerGetDatum(n > SW_FOLD_MAX_RANGES ?
+								construct_array(parts + SW_FOLD_MAX_RANGES,
+												n - SW_FOLD_MAX_RANGES, INT4OID, 4, true,
+												TYPALIGN_INT) :
+								construct_empty_array(INT4OID));
 	if (has_late)
 	{
 		SwRoleContext cx;
@@ -367,13 +375,14 @@ void
 sw_citus_fold_check(const SwQueryDef *def, const char *fold_sql)
 {
 	Datum		values[FOLD_NPARAMS];
-	char		nulls[FOLD_NPARAMS] = {' ', ' ', ' ', ' ', ' ', 'n'};
+	char		nulls[FOLD_NPARAMS] = {' ', ' ', ' ', ' ', ' ', 'n', ' '};
 
 	values[0] = PointerGetDatum(construct_empty_array(INT4OID));
 	values[1] = PointerGetDatum(construct_empty_array(INT8OID));
 	values[2] = PointerGetDatum(construct_empty_array(INT8OID));
 	values[3] = TimestampTzGetDatum(DT_NOBEGIN);
 	values[4] = BoolGetDatum(false);
+	values[6] = PointerGetDatum(construct_empty_array(INT4OID));
 	run_fold(def, fold_sql, values, nulls);
 	SPI_freetuptable(SPI_tuptable);
 }
