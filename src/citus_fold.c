@@ -74,7 +74,7 @@ static const Oid fold_types[FOLD_NPARAMS] = {INT4ARRAYOID, INT8ARRAYOID, INT8ARR
 TIMESTAMPTZOID, BOOLOID, NUMERICARRAYOID, INT4ARRAYOID};
 
 /* how many of a step's partitions the fold writes out as ranges (range_filter) */
-#define SW_FOLD_MAX_RANGES 64
+#define SW_FOLD_MAX_RANGES 16
 
 /* a function, operator, aggregate or collation the nodes may not share */
 static bool

@@ -135,7 +135,6 @@
  */
 #define SW_NO_OFFSET PG_INT64_MIN
 #define SW_COMMIT_STRIPES 32
-#define SW_DIST_PARTITION_LOCKS 256
 
 /* What this transaction wrote into one partition of one stream. */
 typedef struct SwPartitionWrite
@@ -2037,21 +2036,23 @@ commit_locks(bool take)
 		 * to a node, each a transaction of its own prepared before any
 		 * commits, and two of them with partitions in one stripe (1 and 33
 		 * of 100) waited for each other's prepared lock until the 500 ms
-		 * bound failed the INSERT.  A connection writes the partitions of
-		 * its shards; past SW_DIST_PARTITION_LOCKS of them it takes the
-		 * whole stream on this node (its two-phase commits then wait for
-		 * each other as before).  Tags never mix: a distributed stream's
-		 * partitions on a node are written only through its shards.
+		 * bound failed the INSERT.  Always per partition, however many a
+		 * connection wrote (a connection that took the whole stream on the
+		 * node instead past 256 partitions made the other connections of
+		 * its own transaction wait for its prepared lock without end: the
+		 * second review): a connection writes the partitions of its shards,
+		 * one lock each, which the lock table (max_locks_per_transaction)
+		 * must hold.  Tags never mix: a distributed stream's partitions on
+		 * a node are written only through its shards.
 		 */
 		if (OidIsValid(writes[i].log))
 		{
-			LOCKMODE	gate = (j - i > SW_DIST_PARTITION_LOCKS) ? ExclusiveLock : RowExclusiveLock;
-
 			if (take)
-				lock_for_transaction(relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS, gate);
+				lock_for_transaction(relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS,
+									 RowExclusiveLock);
 			else
-				unlock(relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS, gate);
-			for (int k = i; k < j && gate == RowExclusiveLock; k++)
+				unlock(relid, SW_WHOLE_STREAM, SW_COMMIT_LOCK_CLASS, RowExclusiveLock);
+			for (int k = i; k < j; k++)
 			{
 				if (take)
 					lock_for_transaction(relid, (uint32) writes[k].partition,

@@ -221,7 +221,7 @@ typedef struct StepReader
 } StepReader;
 
 /* how many partitions' ranges a read of a distributed stream writes out */
-#define SW_READ_MAX_RANGES 64
+#define SW_READ_MAX_RANGES 16
 
 /*
  * The rows of partitions parts[i] with offsets in (from[i], to[i]], and
