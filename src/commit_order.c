@@ -120,6 +120,8 @@
 
 /* field3 of the tags that stand for the whole stream */
 #define SW_WHOLE_STREAM ((uint32) 0xFFFFFFFF)
+/* ... and, keyed by a sequence, for moving it on a Citus node (renumber) */
+#define SW_SEQUENCE_MOVE ((uint32) 0xFFFFFFFE)
 
 /*
  * A transaction holds at most this many partitions of a stream one by one;
@@ -797,7 +799,7 @@ drop_chunk(Oid seqoid)
 int64
 sw_shard_offset(Oid seqoid, Oid log, int32 partition, char *mode)
 {
-	int64		o = nextval_internal(seqoid, false);
+	int64		o;
 
 	if (*mode == 0)
 	{
@@ -821,6 +823,9 @@ sw_shard_offset(Oid seqoid, Oid log, int32 partition, char *mode)
 		sw_leave_role(&cx);
 		SPI_finish();
 		*mode = 1;
+		/* the look and the move as one step: see renumber() */
+		lock_for_transaction(seqoid, SW_SEQUENCE_MOVE, SW_COMMIT_LOCK_CLASS, ExclusiveLock);
+		o = nextval_internal(seqoid, false);
 		if (o <= hi)
 		{
 			HeapTuple	tup = SearchSysCache1(SEQRELID, ObjectIdGetDatum(seqoid));
@@ -839,7 +844,10 @@ sw_shard_offset(Oid seqoid, Oid log, int32 partition, char *mode)
 			else
 				*mode = 2;
 		}
+		unlock(seqoid, SW_SEQUENCE_MOVE, SW_COMMIT_LOCK_CLASS, ExclusiveLock);
 	}
+	else
+		o = nextval_internal(seqoid, false);
 	/* below zero, increasing: the sequence's values are below 2^62 */
 	if (*mode == 2)
 		o -= INT64CONST(1) << 62;
@@ -1541,8 +1549,18 @@ renumber(int from, int to)
 	 */
 	if (OidIsValid(writes[from].log))
 	{
-		int64		o = nextval_internal(seqoid, false);
+		int64		o;
 
+		/*
+		 * The sequence's look and move are one step for every committer on
+		 * this node (a short lock, let go right after): two committers into
+		 * different partitions that both saw it behind and moved it to their
+		 * own partition's newest offset could move it back below the higher
+		 * one, whose partition would get offsets it has (the second review;
+		 * locks per partition let such committers run at once).
+		 */
+		lock_for_transaction(seqoid, SW_SEQUENCE_MOVE, SW_COMMIT_LOCK_CLASS, ExclusiveLock);
+		o = nextval_internal(seqoid, false);
 		if (o <= hwm)
 		{
 			HeapTuple	tup = SearchSysCache1(SEQRELID, ObjectIdGetDatum(seqoid));
@@ -1563,6 +1581,7 @@ renumber(int from, int to)
 			else
 				above_range = true;
 		}
+		unlock(seqoid, SW_SEQUENCE_MOVE, SW_COMMIT_LOCK_CLASS, ExclusiveLock);
 	}
 	drop_chunk(seqoid);
 	for (int64 i = 0; i < n; i++)
