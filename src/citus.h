@@ -19,13 +19,18 @@ extern bool sw_citus_wrote(Oid relid);
 extern const char *sw_citus_table_kind(Oid relid);
 extern Oid	sw_citus_shard_owner(Oid relid);
 extern int	sw_citus_stream_partitions(Oid relid);
+
+/* how many partitions' ranges a read of the shards writes out (sw_citus_ranges_sql) */
+#define SW_CITUS_MAX_RANGES 16
+extern char *sw_citus_ranges_sql(const char *alias, int nranges, int tail_param);
+extern Datum sw_citus_ranges_tail(const Datum *parts, int n);
 extern Trigger *sw_citus_stream_trigger(Relation rel);
 extern void sw_citus_refuse_stream(Oid stream);
 extern void sw_citus_refuse_query_relation(Oid relid, Oid stream);
 extern void sw_citus_refuse_result_table(Oid result, Oid stream, const char *query);
 extern void sw_citus_refuse_result_kind(Oid result, const char *kind);
 struct SwQueryDef;
-extern void sw_citus_check_result(const struct SwQueryDef *def);
+extern bool sw_citus_check_result(const struct SwQueryDef *def);
 extern void sw_citus_check_copy(Oid relid);
 extern bool sw_citus_utility(PlannedStmt *pstmt, const char *queryString,
 							 QueryCompletion *qc);

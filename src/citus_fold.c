@@ -73,9 +73,6 @@
 static const Oid fold_types[FOLD_NPARAMS] = {INT4ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
 TIMESTAMPTZOID, BOOLOID, NUMERICARRAYOID, INT4ARRAYOID};
 
-/* how many of a step's partitions the fold writes out as ranges (range_filter) */
-#define SW_FOLD_MAX_RANGES 16
-
 /* a function, operator, aggregate or collation the nodes may not share */
 static bool
 not_built_in(Oid oid, void *context)
@@ -114,42 +111,30 @@ row_security(Oid relid)
 }
 
 /*
+ * The offset ranges as a condition too, for each node's planner
+ * (sw_citus_ranges_sql; $7 the step's partitions past those written out),
+ * or nothing for a stream whose partition count is unknown here.
+ */
+static const char *
+range_filter(Oid relid)
+{
+	int			np = sw_citus_stream_partitions(relid);
+
+	if (np <= 0)
+		return "";
+	return psprintf(" AND %s", sw_citus_ranges_sql("sw_s", np, 7));
+}
+
+/*
  * The fold of query q (analyzed, qualified for the pane plan) over the
  * shards of distributed stream relid, or NULL when it does not qualify
  * (above).  Its parameters: $1 the partitions to read (int4[]), $2 and $3
  * the offset range (lo, hi] of each (int8[]), $4 the floor in event time or
  * the step's clock minus size in processing time (timestamptz), $5 whether
  * any of those rows is late (bool), $6 the late rows, partition * 2^64 +
- * offset (numeric[]).  Its outputs: sw_pane, sw_k1.., sw_a1.., sw_part.
+ * offset (numeric[]), $7 the partitions past the ranges range_filter()
+ * writes out (int4[]).  Its outputs: sw_pane, sw_k1.., sw_a1.., sw_part.
  */
-/*
- * The join with the arrays alone leaves each node's planner without the
- * ranges it reads: it read every shard whole, at every step however few
- * rows were new.  So the arrays' first elements are written as ranges too,
- * ($1[i], $2[i], $3[i]) for i up to the stream's partition count or
- * SW_FOLD_MAX_RANGES, and the step's partitions past those are $7 (a long
- * OR is planned on every shard): Citus sends the statement with the
- * parameters' values, a node folds the subscripts to constants, drops the
- * ranges past the arrays' end (NULL) and an empty $7 (false), and plans an
- * index range scan of a narrow range.  The join keeps the rows exact.
- */
-static const char *
-range_filter(Oid relid)
-{
-	int			np = Min(sw_citus_stream_partitions(relid), SW_FOLD_MAX_RANGES);
-	StringInfoData buf;
-
-	if (np <= 0)
-		return "";
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, " AND (");
-	for (int i = 1; i <= np; i++)
-		appendStringInfo(&buf, "(sw_s.sw_partition = $1[%d] AND sw_s.sw_offset > $2[%d]"
-						 " AND sw_s.sw_offset <= $3[%d]) OR ", i, i, i);
-	appendStringInfoString(&buf, "sw_s.sw_partition = ANY ($7))");
-	return buf.data;
-}
-
 char *
 sw_citus_fold_sql(Oid relid, Query *q, int64 hop_us, TimestampTz origin,
 				  int64 processing_size_us)
@@ -293,11 +278,7 @@ sw_citus_fold(const SwQueryDef *def, const PanePlan *pp, Datum processed, Datum 
 	values[3] = TimestampTzGetDatum(at);
 	values[4] = BoolGetDatum(has_late);
 	/* the partitions past those range_filter() writes out */
-	values[6] = PointerGetDatum(n > SW_FOLD_MAX_RANGES ?
-								construct_array(parts + SW_FOLD_MAX_RANGES,
-												n - SW_FOLD_MAX_RANGES, INT4OID, 4, true,
-												TYPALIGN_INT) :
-								construct_empty_array(INT4OID));
+	values[6] = sw_citus_ranges_tail(parts, n);
 	if (has_late)
 	{
 		SwRoleContext cx;
@@ -382,7 +363,7 @@ sw_citus_fold_check(const SwQueryDef *def, const char *fold_sql)
 	values[2] = PointerGetDatum(construct_empty_array(INT8OID));
 	values[3] = TimestampTzGetDatum(DT_NOBEGIN);
 	values[4] = BoolGetDatum(false);
-	values[6] = PointerGetDatum(construct_empty_array(INT4OID));
+	values[6] = sw_citus_ranges_tail(NULL, 0);
 	run_fold(def, fold_sql, values, nulls);
 	SPI_freetuptable(SPI_tuptable);
 }

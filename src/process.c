@@ -220,31 +220,6 @@ typedef struct StepReader
 	bool		on_nodes;		/* read from a distributed stream's shards */
 } StepReader;
 
-/* how many partitions' ranges a read of a distributed stream writes out */
-#define SW_READ_MAX_RANGES 16
-
-/*
- * The rows of partitions parts[i] with offsets in (from[i], to[i]], and
- * those of the partitions in $4, as an SQL condition on alias's columns,
- * the values written out: a node plans a read of a distributed stream's
- * shard with them (read_batch).
- */
-static char *
-offset_ranges_sql(const char *alias, const Datum *parts, const Datum *from, const Datum *to,
-				  int n)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	for (int i = 0; i < n; i++)
-		appendStringInfo(&buf, "(%s.sw_partition = %d AND %s.sw_offset > " INT64_FORMAT
-						 " AND %s.sw_offset <= " INT64_FORMAT ") OR ",
-						 alias, DatumGetInt32(parts[i]), alias,
-						 DatumGetInt64(from[i]), alias, DatumGetInt64(to[i]));
-	appendStringInfo(&buf, "%s.sw_partition = ANY ($4)", alias);
-	return buf.data;
-}
-
 /*
  * SwHeldFrom of a step (see watermark.h): the earliest start of a writing
  * transaction of the partition not yet processed to the end (its commit log
@@ -585,11 +560,7 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	rvalues[1] = PointerGetDatum(construct_array(fdone, nfparts, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	rvalues[2] = PointerGetDatum(construct_array(fcut, nfparts, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	/* the partitions past the ranges written out (below) */
-	rvalues[3] = PointerGetDatum(nfparts > SW_READ_MAX_RANGES ?
-								 construct_array(fparts + SW_READ_MAX_RANGES,
-												 nfparts - SW_READ_MAX_RANGES, INT4OID, 4, true,
-												 TYPALIGN_INT) :
-								 construct_empty_array(INT4OID));
+	rvalues[3] = sw_citus_ranges_tail(fparts, nfparts);
 	sw_enter_role(owner, SW_SAFE_SEARCH_PATH, &rcx);
 
 	/*
@@ -614,16 +585,11 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 	/*
 	 * From a distributed stream's shards (r->on_nodes): a join Citus runs
 	 * on each shard of those partitions (it cannot push down the LATERAL
-	 * read).  The join alone left each node's planner without the ranges:
-	 * it read every shard whole at every batch (a step of 2,000 new rows
-	 * over 1,000,000 retained: 86 ms, most of the step).  So the ranges of
-	 * the first SW_READ_MAX_RANGES partitions are written into the
-	 * statement too, the others go in $4 (Citus sends the whole statement
-	 * to every shard it reads), and each node plans with those values (an
-	 * index range scan for a narrow range, a sequential scan for most of a
-	 * shard: 2.9 against 28.8 ms for 4,000 rows of 1,000,000, 11 against
-	 * 36 ms for 100,000).  The shards' rows come in no particular order,
-	 * and are sorted below.
+	 * read), and the ranges as a condition for each node's planner
+	 * (sw_citus_ranges_sql; $4 the partitions past those written out: 2.9
+	 * against 28.8 ms for 4,000 new rows of 1,000,000, 11 against 36 ms for
+	 * 100,000).  The shards' rows come in no particular order, and are
+	 * sorted below.
 	 */
 	sw_spi_exec_bounded_to(psprintf("reading stream %s", relname),
 						   r->on_nodes ?
@@ -632,10 +598,8 @@ read_batch(StepReader *r, Oid owner, const char *relname, int64 limit,
 									" pg_catalog.unnest($3)) AS p(part, done, cut)"
 									" JOIN %s t ON t.sw_partition = p.part"
 									" AND t.sw_offset > p.done AND t.sw_offset <= p.cut"
-									" WHERE t.sw_partition = ANY ($1) AND (%s)",
-									relname,
-									offset_ranges_sql("t", fparts, fdone, fcut,
-													  Min(nfparts, SW_READ_MAX_RANGES))) :
+									" WHERE t.sw_partition = ANY ($1) AND %s",
+									relname, sw_citus_ranges_sql("t", nfparts, 4)) :
 						   psprintf("SELECT s.sw_partition, s.sw_offset, s.sw_event_time"
 									" FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2),"
 									" pg_catalog.unnest($3)) AS p(part, done, cut)"

@@ -106,6 +106,7 @@ sw_step_entry(const SwQueryDef *def)
 	ListCell   *lc;
 	SwStepEntry *e;
 	MemoryContext old;
+	bool		citus_result;
 
 	if (!callbacks_registered)
 	{
@@ -126,8 +127,8 @@ sw_step_entry(const SwQueryDef *def)
 			e->stale = true;
 		}
 	}
-	/* a result table Citus took over since create_query (citus.c) */
-	sw_citus_check_result(def);
+	/* a Citus result table: checked again, as create_query checks it (citus.c) */
+	citus_result = sw_citus_check_result(def);
 	if (list_length(entries) >= SW_MAX_STEP_ENTRIES)
 		((SwStepEntry *) linitial(entries))->stale = true;
 
@@ -146,6 +147,7 @@ sw_step_entry(const SwQueryDef *def)
 	e->owner = def->owner;
 	e->pane = def->pane;
 	e->session = def->session;
+	e->citus_result = citus_result;
 	e->relids = list_make2_oid(def->stream, def->result_table);
 	MemoryContextSwitchTo(CacheMemoryContext);
 	entries = lappend(entries, e);
@@ -202,7 +204,7 @@ sw_step_entry_set_statement(SwStepEntry *e, const char *sql, int nparams, const 
 	 * its parameters' values ("could not create distributed plan" for a
 	 * generic plan), so it is planned again at every step.
 	 */
-	if (sw_citus_table_kind(e->result_table) != NULL)
+	if (e->citus_result)
 		cursor_options = CURSOR_OPT_CUSTOM_PLAN;
 	e->cursor_options = cursor_options;
 	e->plan = keep_plan(sql, nparams, types, cursor_options);

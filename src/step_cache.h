@@ -22,6 +22,7 @@ typedef struct SwStepEntry
 	Oid			owner;
 	bool		pane;
 	bool		session;
+	bool		citus_result;	/* a Citus result table: planned at every step */
 	List	   *relids;			/* relations whose change makes it stale */
 	bool		stale;
 	MemoryContext cxt;			/* everything below lives here */
