@@ -204,3 +204,32 @@ SELECT v, sw_partition = (h::numeric + CASE WHEN h < 0 THEN 2::numeric ^ 64 ELSE
  ORDER BY v;
 SELECT streamwm.drop_stream('am_n4');
 DROP FUNCTION am_pk4(int);
+
+-- COPY into a stream without expressions fills each row from the tail of
+-- the tuple COPY formed (its other columns' bytes are copied, not deformed):
+-- every column as a plain table given the same lines stores it, with NULLs,
+-- text, numeric, narrow types and a dropped column in front of the tail
+SELECT streamwm.create_stream('am_c', 'a int2, gone int4, b text, c int8, d numeric, e bool', partitions => 3);
+ALTER TABLE am_c DROP COLUMN gone;
+CREATE TABLE am_c_model (a int2, b text, c int8, d numeric, e bool, p int, w timestamptz);
+\copy am_c (a, b, c, d, e, sw_partition, sw_write_time) FROM PROGRAM 'awk ''BEGIN { for (i = 1; i <= 2300; i++) print (i % 7 == 0 ? "\\N" : i % 30000) "\t" (i % 5 == 0 ? "\\N" : sprintf("%0*d", i % 300, 0)) "\t" (i % 3 == 0 ? "\\N" : i * 1003) "\t" (i % 11 == 0 ? "\\N" : i / 7) "\t" (i % 2 == 0 ? "t" : "\\N") "\t" (i % 3) "\t" (i % 13 == 0 ? "\\N" : "2026-01-01 00:00:00+00") }'''
+\copy am_c_model (a, b, c, d, e, p, w) FROM PROGRAM 'awk ''BEGIN { for (i = 1; i <= 2300; i++) print (i % 7 == 0 ? "\\N" : i % 30000) "\t" (i % 5 == 0 ? "\\N" : sprintf("%0*d", i % 300, 0)) "\t" (i % 3 == 0 ? "\\N" : i * 1003) "\t" (i % 11 == 0 ? "\\N" : i / 7) "\t" (i % 2 == 0 ? "t" : "\\N") "\t" (i % 3) "\t" (i % 13 == 0 ? "\\N" : "2026-01-01 00:00:00+00") }'''
+SELECT (SELECT count(*) FROM am_c) AS rows,
+       (SELECT count(*) FROM (SELECT a, b, c, d, e, sw_partition FROM am_c
+                              EXCEPT ALL SELECT a, b, c, d, e, p FROM am_c_model) x) AS not_in_model,
+       (SELECT count(*) FROM (SELECT a, b, c, d, e, p FROM am_c_model
+                              EXCEPT ALL SELECT a, b, c, d, e, sw_partition FROM am_c) x) AS missing,
+       (SELECT count(*) FROM am_c WHERE sw_write_time = '2026-01-01 00:00:00+00') AS given_times,
+       (SELECT count(DISTINCT sw_offset) FROM am_c) AS offsets,
+       (SELECT bool_and(sw_event_time = sw_write_time) FROM am_c) AS event_times;
+-- ... and with a user column after the system columns, the same rows
+ALTER TABLE am_c ADD COLUMN f text;
+TRUNCATE am_c;
+\copy am_c (a, b, c, d, e, sw_partition, sw_write_time) FROM PROGRAM 'awk ''BEGIN { for (i = 1; i <= 2300; i++) print (i % 7 == 0 ? "\\N" : i % 30000) "\t" (i % 5 == 0 ? "\\N" : sprintf("%0*d", i % 300, 0)) "\t" (i % 3 == 0 ? "\\N" : i * 1003) "\t" (i % 11 == 0 ? "\\N" : i / 7) "\t" (i % 2 == 0 ? "t" : "\\N") "\t" (i % 3) "\t" (i % 13 == 0 ? "\\N" : "2026-01-01 00:00:00+00") }'''
+SELECT (SELECT count(*) FROM (SELECT a, b, c, d, e, sw_partition FROM am_c
+                              EXCEPT ALL SELECT a, b, c, d, e, p FROM am_c_model) x) AS not_in_model,
+       (SELECT count(*) FROM (SELECT a, b, c, d, e, p FROM am_c_model
+                              EXCEPT ALL SELECT a, b, c, d, e, sw_partition FROM am_c) x) AS missing,
+       (SELECT count(DISTINCT sw_offset) FROM am_c) AS offsets;
+SELECT streamwm.drop_stream('am_c');
+DROP TABLE am_c_model;

@@ -216,6 +216,7 @@ static SwWriter *writers = NULL;
 static int	nwriters = 0;
 static int	capwriters = 0;
 static int	last_writer = -1;
+static int	batch_writer = -1;	/* sw_commit_order_batch() */
 
 static void
 set_tag(LOCKTAG *tag, Oid relid, uint32 field3, uint16 class)
@@ -355,6 +356,8 @@ current_writer(void)
 	Oid			userid = GetUserId();
 	const char *path = namespace_search_path != NULL ? namespace_search_path : "";
 
+	if (batch_writer >= 0)
+		return batch_writer;
 	if (last_writer >= 0 && writers[last_writer].userid == userid &&
 		strcmp(writers[last_writer].search_path, path) == 0)
 		return last_writer;
@@ -371,6 +374,21 @@ current_writer(void)
 	writers[nwriters].userid = userid;
 	writers[nwriters].search_path = MemoryContextStrdup(TopTransactionContext, path);
 	return last_writer = nwriters++;
+}
+
+/*
+ * The rows of a COPY batch that is filled with no code of anyone's running
+ * between its rows (ingest.c, sw_ingest_batch_state) have one writer:
+ * looked up once, when the batch begins, and used for each row until it
+ * ends (the search_path's comparison was 1% of a COPY).  The caller ends
+ * the batch also when filling it fails.
+ */
+void
+sw_commit_order_batch(bool begin)
+{
+	batch_writer = -1;
+	if (begin)
+		batch_writer = current_writer();
 }
 
 /*
@@ -2312,6 +2330,7 @@ commit_order_xact_callback(XactEvent event, void *arg)
 			writers = NULL;
 			nwriters = capwriters = 0;
 			last_writer = -1;
+			batch_writer = -1;
 			spans = NULL;
 			nspans = capspans = 0;
 			stored_since_flush = false;

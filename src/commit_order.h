@@ -23,6 +23,7 @@ extern bool sw_commit_order_wrote(Oid relid);
 extern void sw_commit_order_note(Oid relid, Oid table, Oid log, Oid seqoid, int32 partition,
 								 int64 offset);
 extern void sw_commit_order_stored(Relation rel, ItemPointer tid);
+extern void sw_commit_order_batch(bool begin);
 /* the runs of blocks a transaction's rows went to, per stream table */
 extern int	sw_commit_order_own_runs(Oid table, BlockNumber (**runs)[2]);
 extern bool sw_commit_order_owns_block(Relation rel, BlockNumber blk);

@@ -136,6 +136,11 @@ struct IngestState
 	ExprContext *econtext;
 	TupleTableSlot *slot;
 	int			evaluating;		/* evaluations of key_expr/event_expr running */
+	int			tail_first;		/* the system columns are the table's last four,
+								 * fixed length and by value, from this
+								 * attribute (0-based) on; else -1 */
+	Datum	   *batch_values;	/* ... then a batch row's values, of them only */
+	bool	   *batch_nulls;
 };
 
 typedef struct IngestCacheEntry
@@ -154,6 +159,8 @@ static HTAB *ingest_cache = NULL;
  * access method fills a row, and the filling itself may fail).
  */
 static uint64 rows_filled = 0;
+
+static int	system_tail(IngestState *st, TupleDesc desc);
 
 static void
 ingest_cache_invalidate(Datum arg, Oid relid)
@@ -528,6 +535,14 @@ ingest_state_build(IngestState *entry, Relation rel, Trigger *trigger)
 	entry->att_offset = cols.offset;
 	entry->att_write_time = cols.write_time;
 	entry->att_event_time = cols.event_time;
+	entry->tail_first = system_tail(entry, RelationGetDescr(rel));
+	if (entry->tail_first >= 0)
+	{
+		entry->batch_values = MemoryContextAllocZero(entry->cxt,
+													 RelationGetDescr(rel)->natts * sizeof(Datum));
+		entry->batch_nulls = MemoryContextAllocZero(entry->cxt,
+													RelationGetDescr(rel)->natts * sizeof(bool));
+	}
 
 	old = MemoryContextSwitchTo(entry->cxt);
 	entry->event_expr = NULL;
@@ -1001,46 +1016,59 @@ slot_values_copy(TupleTableSlot *slot)
 }
 
 /*
+ * Where the bytes of the attributes before 'first_tail' end in the data of
+ * a formed tuple, and whether any of them is null.
+ */
+static Size
+head_end(TupleDesc desc, HeapTupleHeader hdr, int first_tail, bool *head_null)
+{
+	char	   *data = (char *) hdr + hdr->t_hoff;
+	bool		hasnulls = (hdr->t_infomask & HEAP_HASNULL) != 0;
+	Size		end = 0;
+
+	*head_null = false;
+	for (int i = 0; i < first_tail; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (hasnulls && att_isnull(i, hdr->t_bits))
+		{
+			*head_null = true;
+			continue;
+		}
+		if (att->attlen == -1)
+			end = att_align_pointer(end, att->attalign, -1, data + end);
+		else
+			end = att_align_nominal(end, att->attalign);
+		end = att_addlength_pointer(end, att->attlen, data + end);
+	}
+	return end;
+}
+
+/*
  * The tuple the slot holds, with the values of its last attributes from
- * 'first_tail' on replaced by v's (not null, fixed length and passed by
- * value): its other attributes' bytes are copied as they are, not formed
- * again from their values.  A stream's system columns come last in the
- * table as create_stream makes it, and a COPY hands the access method
- * formed tuples (it materializes each row to batch it): forming each row a
- * second time after filling it was a tenth of the COPY (issue 9).
+ * 'first_tail' on replaced by values[] (not null, fixed length and passed
+ * by value; values is indexed by attribute): its other attributes' bytes
+ * (up to head_end(), 'head_null' if one of them is null) are copied as they
+ * are, not formed again from their values.  A stream's system columns
+ * come last in the table as create_stream makes it, and a COPY hands the
+ * access method formed tuples (it materializes each row to batch it):
+ * forming each row a second time after filling it was a tenth of the COPY
+ * (issue 9).
  */
 static HeapTuple
-form_with_tail(TupleTableSlot *slot, int first_tail, SlotValues v)
+form_with_tail(TupleTableSlot *slot, int first_tail, const Datum *values,
+			   Size user_end, bool head_null)
 {
 	TupleDesc	desc = slot->tts_tupleDescriptor;
 	HeapTuple	old = ((HeapTupleTableSlot *) slot)->tuple;
 	HeapTupleHeader oldhdr = old->t_data;
 	char	   *olddata = (char *) oldhdr + oldhdr->t_hoff;
-	bool		oldnulls = HeapTupleHasNulls(old);
-	bool		hasnull = false;
-	Size		user_end = 0;
-	Size		data_len;
+	Size		data_len = user_end;
 	Size		hoff;
 	HeapTuple	tuple;
 	HeapTupleHeader td;
 
-	/* where the old tuple's bytes of the attributes before the tail end */
-	for (int i = 0; i < first_tail; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (oldnulls && att_isnull(i, oldhdr->t_bits))
-		{
-			hasnull = true;
-			continue;
-		}
-		if (att->attlen == -1)
-			user_end = att_align_pointer(user_end, att->attalign, -1, olddata + user_end);
-		else
-			user_end = att_align_nominal(user_end, att->attalign);
-		user_end = att_addlength_pointer(user_end, att->attlen, olddata + user_end);
-	}
-	data_len = user_end;
 	for (int i = first_tail; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -1048,12 +1076,14 @@ form_with_tail(TupleTableSlot *slot, int first_tail, SlotValues v)
 		data_len = att_align_nominal(data_len, att->attalign) + att->attlen;
 	}
 	hoff = offsetof(HeapTupleHeaderData, t_bits);
-	if (hasnull)
+	if (head_null)
 		hoff += BITMAPLEN(desc->natts);
 	hoff = MAXALIGN(hoff);
 
-	tuple = (HeapTuple) MemoryContextAllocZero(slot->tts_mcxt, HEAPTUPLESIZE + hoff + data_len);
+	/* zeroed where the header has no field set below, and at padding */
+	tuple = (HeapTuple) MemoryContextAlloc(slot->tts_mcxt, HEAPTUPLESIZE + hoff + data_len);
 	tuple->t_data = td = (HeapTupleHeader) ((char *) tuple + HEAPTUPLESIZE);
+	memset(td, 0, hoff);
 	tuple->t_len = hoff + data_len;
 	ItemPointerSetInvalid(&tuple->t_self);
 	tuple->t_tableOid = InvalidOid;
@@ -1064,7 +1094,7 @@ form_with_tail(TupleTableSlot *slot, int first_tail, SlotValues v)
 	td->t_hoff = hoff;
 	/* what the attributes' bytes say of themselves: the tail adds nothing */
 	td->t_infomask = oldhdr->t_infomask & (HEAP_HASVARWIDTH | HEAP_HASEXTERNAL);
-	if (hasnull)
+	if (head_null)
 	{
 		td->t_infomask |= HEAP_HASNULL;
 		for (int i = 0; i < desc->natts; i++)
@@ -1076,41 +1106,48 @@ form_with_tail(TupleTableSlot *slot, int first_tail, SlotValues v)
 	for (int i = first_tail; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
+		Size		aligned = att_align_nominal(data_len, att->attalign);
 
-		data_len = att_align_nominal(data_len, att->attalign);
-		store_att_byval((char *) td + hoff + data_len, v.values[i], att->attlen);
-		data_len += att->attlen;
+		memset((char *) td + hoff + data_len, 0, aligned - data_len);
+		store_att_byval((char *) td + hoff + aligned, values[i], att->attlen);
+		data_len = aligned + att->attlen;
 	}
 #ifdef USE_ASSERT_CHECKING
 	{
-		HeapTuple	formed = heap_form_tuple(desc, v.values, v.nulls);
+		Datum	   *all = palloc(desc->natts * sizeof(Datum));
+		bool	   *allnulls = palloc(desc->natts * sizeof(bool));
+		HeapTuple	formed;
 
+		heap_deform_tuple(old, desc, all, allnulls);
+		for (int i = first_tail; i < desc->natts; i++)
+		{
+			all[i] = values[i];
+			allnulls[i] = false;
+		}
+		formed = heap_form_tuple(desc, all, allnulls);
 		Assert(formed->t_len == tuple->t_len &&
 			   memcmp((char *) formed->t_data + offsetof(HeapTupleHeaderData, t_infomask2),
 					  (char *) td + offsetof(HeapTupleHeaderData, t_infomask2),
 					  tuple->t_len - offsetof(HeapTupleHeaderData, t_infomask2)) == 0);
 		heap_freetuple(formed);
+		pfree(all);
+		pfree(allnulls);
 	}
 #endif
 	return tuple;
 }
 
 /*
- * The first of the trailing attributes that are a stream's system columns
- * just filled (not null, fixed length, by value) and that follow every
- * other attribute (the layout create_stream makes), or -1.
+ * The first of the table's attributes from which on all are a stream's
+ * system columns, fixed length and passed by value (the layout
+ * create_stream makes: they are the last four), or -1.
  */
 static int
-filled_tail(IngestState *st, TupleTableSlot *slot, SlotValues v)
+system_tail(IngestState *st, TupleDesc desc)
 {
-	TupleDesc	desc = slot->tts_tupleDescriptor;
 	AttrNumber	atts[4];
 	int			first = desc->natts;
 
-	if (!TTS_IS_BUFFERTUPLE(slot) && !TTS_IS_HEAPTUPLE(slot))
-		return -1;
-	if (HeapTupleHeaderGetNatts(((HeapTupleTableSlot *) slot)->tuple->t_data) != desc->natts)
-		return -1;
 	system_atts(st, atts);
 	for (int i = 0; i < 4; i++)
 		if (atts[i] - 1 < first)
@@ -1121,10 +1158,51 @@ filled_tail(IngestState *st, TupleTableSlot *slot, SlotValues v)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 
-		if (v.nulls[i] || !att->attbyval || att->attlen <= 0)
+		if (!att->attbyval || att->attlen <= 0)
 			return -1;
 	}
 	return first;
+}
+
+/*
+ * The formed tuple a heap slot holds, if it has every attribute of the
+ * slot's descriptor and the stream's system columns are its tail; else NULL.
+ */
+static HeapTuple
+tail_tuple(IngestState *st, TupleTableSlot *slot)
+{
+	HeapTuple	tuple;
+
+	if (st->tail_first < 0 || slot->tts_tupleDescriptor->natts != st->tail_first + 4 ||
+		(!TTS_IS_BUFFERTUPLE(slot) && !TTS_IS_HEAPTUPLE(slot)))
+		return NULL;
+	tuple = ((HeapTupleTableSlot *) slot)->tuple;
+	if (tuple == NULL ||
+		HeapTupleHeaderGetNatts(tuple->t_data) != slot->tts_tupleDescriptor->natts)
+		return NULL;
+	return tuple;
+}
+
+/*
+ * Store a tuple formed in the slot's memory into it.  ExecForceStoreHeapTuple()
+ * copies a tuple into a buffer slot (COPY's) once more, and nothing else can
+ * store one there: what it does for such a slot, but the copy.
+ */
+static void
+store_formed(TupleTableSlot *slot, HeapTuple tuple)
+{
+	Oid			tableoid = slot->tts_tableOid;
+
+	if (TTS_IS_BUFFERTUPLE(slot))
+	{
+		ExecClearTuple(slot);
+		slot->tts_flags &= ~TTS_FLAG_EMPTY;
+		((BufferHeapTupleTableSlot *) slot)->base.tuple = tuple;
+		slot->tts_flags |= TTS_FLAG_SHOULDFREE;
+	}
+	else
+		ExecForceStoreHeapTuple(tuple, slot, true);
+	slot->tts_tableOid = tableoid;
 }
 
 /*
@@ -1135,33 +1213,20 @@ filled_tail(IngestState *st, TupleTableSlot *slot, SlotValues v)
 static void
 slot_values_store(TupleTableSlot *slot, SlotValues v, IngestState *st)
 {
-	Oid			tableoid = slot->tts_tableOid;
-	int			first_tail = st != NULL ? filled_tail(st, slot, v) : -1;
+	HeapTuple	tuple;
 
-	if (first_tail >= 0)
+	if (st != NULL && tail_tuple(st, slot) != NULL)
 	{
-		/*
-		 * Formed in the slot's memory and handed over: ExecForceStoreHeapTuple()
-		 * copies a tuple into a buffer slot (COPY's) once more, and nothing
-		 * else can store one there.  What it does for such a slot, but the
-		 * copy.
-		 */
-		HeapTuple	tuple = form_with_tail(slot, first_tail, v);
+		bool		head_null;
+		Size		user_end = head_end(slot->tts_tupleDescriptor,
+										((HeapTupleTableSlot *) slot)->tuple->t_data,
+										st->tail_first, &head_null);
 
-		if (TTS_IS_BUFFERTUPLE(slot))
-		{
-			ExecClearTuple(slot);
-			slot->tts_flags &= ~TTS_FLAG_EMPTY;
-			((BufferHeapTupleTableSlot *) slot)->base.tuple = tuple;
-			slot->tts_flags |= TTS_FLAG_SHOULDFREE;
-		}
-		else
-			ExecForceStoreHeapTuple(tuple, slot, true);
+		tuple = form_with_tail(slot, st->tail_first, v.values, user_end, head_null);
 	}
 	else
-		ExecForceStoreHeapTuple(heap_form_tuple(slot->tts_tupleDescriptor, v.values, v.nulls),
-								slot, true);
-	slot->tts_tableOid = tableoid;
+		tuple = heap_form_tuple(slot->tts_tupleDescriptor, v.values, v.nulls);
+	store_formed(slot, tuple);
 	pfree(v.values);
 	pfree(v.nulls);
 }
@@ -1306,12 +1371,51 @@ sw_ingest_batch_state(Relation rel)
 	return st;
 }
 
-/* Fill one row of such a batch. */
+/*
+ * Fill one row of such a batch.  Filling it reads and sets only its system
+ * columns (no expression runs), so where they are the tail of a formed
+ * tuple (COPY's rows) the others are not deformed, nor their values
+ * copied: only the tail is read, and the tuple formed again with its bytes
+ * (3% of a COPY, issue 9).
+ */
 void
 sw_ingest_fill_batch_row(IngestState *st, Relation rel, TupleTableSlot *slot)
 {
-	slot_getallattrs(slot);
-	fill_with(st, rel, slot);
+	TupleDesc	desc = slot->tts_tupleDescriptor;
+	HeapTuple	old = tail_tuple(st, slot);
+	HeapTupleHeader hdr;
+	char	   *data;
+	bool		head_null;
+	Size		user_end;
+	Size		off;
+
+	if (old == NULL)
+	{
+		slot_getallattrs(slot);
+		fill_with(st, rel, slot);
+		return;
+	}
+	hdr = old->t_data;
+	data = (char *) hdr + hdr->t_hoff;
+	user_end = head_end(desc, hdr, st->tail_first, &head_null);
+	off = user_end;
+	for (int i = st->tail_first; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		st->batch_values[i] = (Datum) 0;
+		st->batch_nulls[i] = HeapTupleHasNulls(old) && att_isnull(i, hdr->t_bits);
+		if (st->batch_nulls[i])
+			continue;
+		off = att_align_nominal(off, att->attalign);
+		st->batch_values[i] = fetch_att(data + off, true, att->attlen);
+		off += att->attlen;
+	}
+	ingest_fill(st, rel, st->batch_values, st->batch_nulls);
+	store_formed(slot, form_with_tail(slot, st->tail_first, st->batch_values,
+									  user_end, head_null));
+	/* counted once filled, as fill_with() counts */
+	rows_filled++;
 }
 
 /*

@@ -213,14 +213,29 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 		error_context_stack = &errcb;
 		cx.row = copy_rows.rows + 1;
 		st = sw_ingest_batch_state(rel);
-		for (int i = 0; i < nslots; i++)
+		if (st != NULL)
 		{
-			cx.row = copy_rows.rows + i + 1;
-			if (st != NULL)
-				sw_ingest_fill_batch_row(st, rel, slots[i]);
-			else
-				(void) sw_ingest_fill_slot(rel, slots[i], NULL);
+			sw_commit_order_batch(true);
+			PG_TRY();
+			{
+				for (int i = 0; i < nslots; i++)
+				{
+					cx.row = copy_rows.rows + i + 1;
+					sw_ingest_fill_batch_row(st, rel, slots[i]);
+				}
+			}
+			PG_FINALLY();
+			{
+				sw_commit_order_batch(false);
+			}
+			PG_END_TRY();
 		}
+		else
+			for (int i = 0; i < nslots; i++)
+			{
+				cx.row = copy_rows.rows + i + 1;
+				(void) sw_ingest_fill_slot(rel, slots[i], NULL);
+			}
 		error_context_stack = saved;
 		copy_rows.rows += nslots;
 		/* every row a COPY stores is noted (below), filled or as given */
