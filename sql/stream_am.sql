@@ -233,3 +233,26 @@ SELECT (SELECT count(*) FROM (SELECT a, b, c, d, e, sw_partition FROM am_c
        (SELECT count(DISTINCT sw_offset) FROM am_c) AS offsets;
 SELECT streamwm.drop_stream('am_c');
 DROP TABLE am_c_model;
+-- ... and byte for byte as forming the row from its values stores it
+-- (pageinspect; a plain table given the stream's rows in the same order):
+-- eleven attributes, so a row without NULLs among its own columns has a
+-- shorter header than the row COPY formed with its system columns NULL
+CREATE EXTENSION IF NOT EXISTS pageinspect;
+SELECT streamwm.create_stream('am_w', 'a int2, b int2, c text, d int2, e int8, f int2, g int8', partitions => 2);
+\copy am_w (a, b, c, d, e, f, g, sw_partition) FROM PROGRAM 'awk ''BEGIN { for (i = 1; i <= 3000; i++) print i % 300 "\t" i % 7 "\t" (i % 4 == 0 ? "\\N" : sprintf("%0*d", i % 40, 0)) "\t" i % 5 "\t" i * 3 "\t" i % 9 "\t" (i % 6 == 0 ? "\\N" : i) "\t" (i % 2 == 0 ? "\\N" : 1) }'''
+CREATE TABLE am_w_model (LIKE am_w);
+INSERT INTO am_w_model SELECT * FROM am_w ORDER BY ctid;
+CREATE FUNCTION pg_temp.am_tuples(r regclass) RETURNS TABLE (n bigint, hoff int, mask int, mask2 int, bits text, data bytea)
+LANGUAGE sql AS $$
+  SELECT row_number() OVER (ORDER BY b, t.lp), t.t_hoff, t.t_infomask & 15, t.t_infomask2, t.t_bits, t.t_data
+    FROM generate_series(0, pg_relation_size(r) / 8192 - 1) b,
+         heap_page_items(get_raw_page(r::text, b::int)) t
+   WHERE t.lp_flags = 1 $$;
+SELECT count(*) AS rows,
+       count(*) FILTER (WHERE (s.hoff, s.mask, s.mask2, s.bits, s.data)
+                              IS DISTINCT FROM (m.hoff, m.mask, m.mask2, m.bits, m.data)) AS differing,
+       count(DISTINCT s.hoff) AS header_lengths
+  FROM pg_temp.am_tuples('am_w') s FULL JOIN pg_temp.am_tuples('am_w_model') m USING (n);
+SELECT streamwm.drop_stream('am_w');
+DROP TABLE am_w_model;
+DROP EXTENSION pageinspect;

@@ -357,7 +357,12 @@ current_writer(void)
 	const char *path = namespace_search_path != NULL ? namespace_search_path : "";
 
 	if (batch_writer >= 0)
+	{
+		/* nothing in a batch changes them (sw_commit_order_batch) */
+		Assert(writers[batch_writer].userid == userid &&
+			   strcmp(writers[batch_writer].search_path, path) == 0);
 		return batch_writer;
+	}
 	if (last_writer >= 0 && writers[last_writer].userid == userid &&
 		strcmp(writers[last_writer].search_path, path) == 0)
 		return last_writer;
@@ -386,6 +391,7 @@ current_writer(void)
 void
 sw_commit_order_batch(bool begin)
 {
+	Assert(!begin || batch_writer < 0);	/* batches do not nest */
 	batch_writer = -1;
 	if (begin)
 		batch_writer = current_writer();

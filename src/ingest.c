@@ -1046,28 +1046,78 @@ head_end(TupleDesc desc, HeapTupleHeader hdr, int first_tail, bool *head_null)
 }
 
 /*
- * The tuple the slot holds, with the values of its last attributes from
- * 'first_tail' on replaced by values[] (not null, fixed length and passed
- * by value; values is indexed by attribute): its other attributes' bytes
- * (up to head_end(), 'head_null' if one of them is null) are copied as they
- * are, not formed again from their values.  A stream's system columns
- * come last in the table as create_stream makes it, and a COPY hands the
- * access method formed tuples (it materializes each row to batch it):
- * forming each row a second time after filling it was a tenth of the COPY
- * (issue 9).
+ * Store a tuple formed in the slot's memory into it.  ExecForceStoreHeapTuple()
+ * copies a tuple into a buffer slot (COPY's) once more, and nothing else can
+ * store one there: what it does for such a slot, but the copy.
  */
-static HeapTuple
-form_with_tail(TupleTableSlot *slot, int first_tail, const Datum *values,
-			   Size user_end, bool head_null)
+static void
+store_formed(TupleTableSlot *slot, HeapTuple tuple)
+{
+	Oid			tableoid = slot->tts_tableOid;
+
+	if (TTS_IS_BUFFERTUPLE(slot))
+	{
+		ExecClearTuple(slot);
+		slot->tts_flags &= ~TTS_FLAG_EMPTY;
+		((BufferHeapTupleTableSlot *) slot)->base.tuple = tuple;
+		slot->tts_flags |= TTS_FLAG_SHOULDFREE;
+	}
+	else
+		ExecForceStoreHeapTuple(tuple, slot, true);
+	slot->tts_tableOid = tableoid;
+}
+
+/*
+ * Give the formed tuple the slot holds the values of its last attributes
+ * from 'first_tail' on (values[], indexed by attribute: not null, fixed
+ * length and passed by value), its other attributes' bytes (up to
+ * head_end(), 'head_null' if one of them is null) left as they are, not
+ * formed again from their values.  A stream's system columns come last in
+ * the table as create_stream makes it, and a COPY hands the access method
+ * formed tuples (it materializes each row to batch it): forming each row a
+ * second time after filling it was a tenth of the COPY, and copying its
+ * bytes into a new tuple 2% (issue 9).  A tuple the slot owns is grown
+ * where it is (repalloc(): the allocation of a COPY row with its system
+ * columns NULL mostly has room for them); another is copied first.
+ */
+static void
+fill_tail(TupleTableSlot *slot, int first_tail, const Datum *values,
+		  Size user_end, bool head_null)
 {
 	TupleDesc	desc = slot->tts_tupleDescriptor;
-	HeapTuple	old = ((HeapTupleTableSlot *) slot)->tuple;
-	HeapTupleHeader oldhdr = old->t_data;
-	char	   *olddata = (char *) oldhdr + oldhdr->t_hoff;
+	HeapTuple	tuple = ((HeapTupleTableSlot *) slot)->tuple;
+	HeapTupleHeader td;
+	uint8		oldhoff;
 	Size		data_len = user_end;
 	Size		hoff;
-	HeapTuple	tuple;
-	HeapTupleHeader td;
+#ifdef USE_ASSERT_CHECKING
+	/* what forming the row from its values makes (before the bytes move) */
+	Datum	   *all = palloc(desc->natts * sizeof(Datum));
+	bool	   *allnulls = palloc(desc->natts * sizeof(bool));
+	HeapTuple	formed;
+
+	heap_deform_tuple(tuple, desc, all, allnulls);
+	for (int i = first_tail; i < desc->natts; i++)
+	{
+		all[i] = values[i];
+		allnulls[i] = false;
+	}
+	formed = heap_form_tuple(desc, all, allnulls);
+	pfree(all);
+	pfree(allnulls);
+#endif
+
+	if (TTS_SHOULDFREE(slot) &&
+		tuple->t_data == (HeapTupleHeader) ((char *) tuple + HEAPTUPLESIZE))
+		slot->tts_flags &= ~TTS_FLAG_SHOULDFREE;	/* taken: not freed below */
+	else
+	{
+		MemoryContext old = MemoryContextSwitchTo(slot->tts_mcxt);
+
+		tuple = heap_copytuple(tuple);
+		MemoryContextSwitchTo(old);
+	}
+	ExecClearTuple(slot);
 
 	for (int i = first_tail; i < desc->natts; i++)
 	{
@@ -1080,28 +1130,28 @@ form_with_tail(TupleTableSlot *slot, int first_tail, const Datum *values,
 		hoff += BITMAPLEN(desc->natts);
 	hoff = MAXALIGN(hoff);
 
-	/* zeroed where the header has no field set below, and at padding */
-	tuple = (HeapTuple) MemoryContextAlloc(slot->tts_mcxt, HEAPTUPLESIZE + hoff + data_len);
+	/*
+	 * A null among the head's attributes was one in the tuple too, so its
+	 * header is at least as long: the head's bytes stay or move down.
+	 */
+	oldhoff = tuple->t_data->t_hoff;
+	Assert(hoff <= oldhoff);
+	tuple = repalloc(tuple, HEAPTUPLESIZE + Max(hoff + data_len, oldhoff + user_end));
 	tuple->t_data = td = (HeapTupleHeader) ((char *) tuple + HEAPTUPLESIZE);
-	memset(td, 0, hoff);
-	tuple->t_len = hoff + data_len;
-	ItemPointerSetInvalid(&tuple->t_self);
-	tuple->t_tableOid = InvalidOid;
-	HeapTupleHeaderSetDatumLength(td, hoff + data_len);
-	HeapTupleHeaderSetTypeId(td, desc->tdtypeid);
-	HeapTupleHeaderSetTypMod(td, desc->tdtypmod);
-	HeapTupleHeaderSetNatts(td, desc->natts);
+	if (hoff != oldhoff)
+		memmove((char *) td + hoff, (char *) td + oldhoff, user_end);
 	td->t_hoff = hoff;
 	/* what the attributes' bytes say of themselves: the tail adds nothing */
-	td->t_infomask = oldhdr->t_infomask & (HEAP_HASVARWIDTH | HEAP_HASEXTERNAL);
+	td->t_infomask = (td->t_infomask & (HEAP_HASVARWIDTH | HEAP_HASEXTERNAL)) |
+		(head_null ? HEAP_HASNULL : 0);
 	if (head_null)
 	{
-		td->t_infomask |= HEAP_HASNULL;
-		for (int i = 0; i < desc->natts; i++)
-			if (i >= first_tail || !att_isnull(i, oldhdr->t_bits))
-				td->t_bits[i >> 3] |= (1 << (i & 0x07));
+		for (int i = first_tail; i < desc->natts; i++)
+			td->t_bits[i >> 3] |= (1 << (i & 0x07));
 	}
-	memcpy((char *) td + hoff, olddata, user_end);
+	else
+		memset((char *) td + offsetof(HeapTupleHeaderData, t_bits), 0,
+			   hoff - offsetof(HeapTupleHeaderData, t_bits));
 	data_len = user_end;
 	for (int i = first_tail; i < desc->natts; i++)
 	{
@@ -1112,29 +1162,16 @@ form_with_tail(TupleTableSlot *slot, int first_tail, const Datum *values,
 		store_att_byval((char *) td + hoff + aligned, values[i], att->attlen);
 		data_len = aligned + att->attlen;
 	}
+	tuple->t_len = hoff + data_len;
+	HeapTupleHeaderSetDatumLength(td, tuple->t_len);
 #ifdef USE_ASSERT_CHECKING
-	{
-		Datum	   *all = palloc(desc->natts * sizeof(Datum));
-		bool	   *allnulls = palloc(desc->natts * sizeof(bool));
-		HeapTuple	formed;
-
-		heap_deform_tuple(old, desc, all, allnulls);
-		for (int i = first_tail; i < desc->natts; i++)
-		{
-			all[i] = values[i];
-			allnulls[i] = false;
-		}
-		formed = heap_form_tuple(desc, all, allnulls);
-		Assert(formed->t_len == tuple->t_len &&
-			   memcmp((char *) formed->t_data + offsetof(HeapTupleHeaderData, t_infomask2),
-					  (char *) td + offsetof(HeapTupleHeaderData, t_infomask2),
-					  tuple->t_len - offsetof(HeapTupleHeaderData, t_infomask2)) == 0);
-		heap_freetuple(formed);
-		pfree(all);
-		pfree(allnulls);
-	}
+	Assert(formed->t_len == tuple->t_len &&
+		   memcmp((char *) formed->t_data + offsetof(HeapTupleHeaderData, t_infomask2),
+				  (char *) td + offsetof(HeapTupleHeaderData, t_infomask2),
+				  tuple->t_len - offsetof(HeapTupleHeaderData, t_infomask2)) == 0);
+	heap_freetuple(formed);
 #endif
-	return tuple;
+	store_formed(slot, tuple);
 }
 
 /*
@@ -1184,28 +1221,6 @@ tail_tuple(IngestState *st, TupleTableSlot *slot)
 }
 
 /*
- * Store a tuple formed in the slot's memory into it.  ExecForceStoreHeapTuple()
- * copies a tuple into a buffer slot (COPY's) once more, and nothing else can
- * store one there: what it does for such a slot, but the copy.
- */
-static void
-store_formed(TupleTableSlot *slot, HeapTuple tuple)
-{
-	Oid			tableoid = slot->tts_tableOid;
-
-	if (TTS_IS_BUFFERTUPLE(slot))
-	{
-		ExecClearTuple(slot);
-		slot->tts_flags &= ~TTS_FLAG_EMPTY;
-		((BufferHeapTupleTableSlot *) slot)->base.tuple = tuple;
-		slot->tts_flags |= TTS_FLAG_SHOULDFREE;
-	}
-	else
-		ExecForceStoreHeapTuple(tuple, slot, true);
-	slot->tts_tableOid = tableoid;
-}
-
-/*
  * ... stored back into the slot as a new tuple, the copy freed.  With a
  * stream state, the tuple's values were changed only by filling its
  * system columns.
@@ -1213,8 +1228,6 @@ store_formed(TupleTableSlot *slot, HeapTuple tuple)
 static void
 slot_values_store(TupleTableSlot *slot, SlotValues v, IngestState *st)
 {
-	HeapTuple	tuple;
-
 	if (st != NULL && tail_tuple(st, slot) != NULL)
 	{
 		bool		head_null;
@@ -1222,11 +1235,10 @@ slot_values_store(TupleTableSlot *slot, SlotValues v, IngestState *st)
 										((HeapTupleTableSlot *) slot)->tuple->t_data,
 										st->tail_first, &head_null);
 
-		tuple = form_with_tail(slot, st->tail_first, v.values, user_end, head_null);
+		fill_tail(slot, st->tail_first, v.values, user_end, head_null);
 	}
 	else
-		tuple = heap_form_tuple(slot->tts_tupleDescriptor, v.values, v.nulls);
-	store_formed(slot, tuple);
+		store_formed(slot, heap_form_tuple(slot->tts_tupleDescriptor, v.values, v.nulls));
 	pfree(v.values);
 	pfree(v.nulls);
 }
@@ -1412,8 +1424,7 @@ sw_ingest_fill_batch_row(IngestState *st, Relation rel, TupleTableSlot *slot)
 		off += att->attlen;
 	}
 	ingest_fill(st, rel, st->batch_values, st->batch_nulls);
-	store_formed(slot, form_with_tail(slot, st->tail_first, st->batch_values,
-									  user_end, head_null));
+	fill_tail(slot, st->tail_first, st->batch_values, user_end, head_null);
 	/* counted once filled, as fill_with() counts */
 	rows_filled++;
 }
