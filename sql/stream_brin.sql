@@ -449,3 +449,44 @@ SELECT streamwm.drop_stream('sb8_other');
 DROP FUNCTION sb8_default(bool);
 DROP FUNCTION sb8_nested();
 DROP SEQUENCE sb8_calls;
+
+-- An INSERT's first row entered here makes its statement's index state
+-- take no more rows one by one (stream_am.c, sw_stream_am_inserted_row):
+-- a row the statement stores as given later (a superuser's function
+-- switching session_replication_role to replica in the middle of it), in
+-- blocks none of its filled rows went into, is noted for the commit all
+-- the same, and found through the index
+SELECT streamwm.create_stream('sbr', 'v int8, pad text', idle_timeout => '1 hour');
+INSERT INTO sbr (sw_write_time, v, pad)
+SELECT to_timestamp(1000), i, repeat('x', 200) FROM generate_series(1, 20000) i;
+SELECT streamwm.process('sbr', now => to_timestamp(1000));
+DELETE FROM sbr WHERE v <= 19000;
+VACUUM sbr;
+SELECT max(sw_offset) AS sbr_from FROM sbr \gset
+CREATE FUNCTION sbr_replica_at(i int, n int) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+    IF i = n THEN
+        PERFORM set_config('session_replication_role', 'replica', true);
+    END IF;
+    RETURN i;
+END $$;
+BEGIN;
+INSERT INTO sbr (sw_partition, sw_offset, sw_write_time, sw_event_time, v, pad)
+SELECT CASE WHEN i > 2000 THEN 0 END, CASE WHEN i > 2000 THEN :sbr_from + 1000000 + i END,
+       to_timestamp(2000), CASE WHEN i > 2000 THEN to_timestamp(2000) END,
+       100000 + sbr_replica_at(i, 2001), repeat('y', 200)
+  FROM generate_series(1, 3000) i;
+SHOW session_replication_role;
+COMMIT;
+SET enable_seqscan = off;
+SET enable_indexscan = off;
+SELECT (SELECT count(*) FROM sbr WHERE sw_partition = 0 AND sw_offset > :sbr_from) AS through_index,
+       (SELECT count(*) FROM sbr WHERE sw_offset + 0 > :sbr_from) AS model,
+       (SELECT count(*) FROM sbr WHERE sw_offset + 0 > :sbr_from + 1000000) AS as_given,
+       (SELECT count(DISTINCT (ctid::text::point)[0]) FROM sbr WHERE v > 102000)
+     > (SELECT count(DISTINCT (ctid::text::point)[0]) FROM sbr WHERE v > 102000
+           AND (ctid::text::point)[0] IN (SELECT (ctid::text::point)[0] FROM sbr WHERE v BETWEEN 100001 AND 102000)) AS blocks_of_their_own;
+RESET enable_seqscan;
+RESET enable_indexscan;
+SELECT streamwm.drop_stream('sbr');
+DROP FUNCTION sbr_replica_at(int, int);

@@ -1317,21 +1317,79 @@ fill_with(IngestState *st, Relation rel, TupleTableSlot *slot)
 }
 
 /*
+ * Fill a row whose system columns are the tail of the formed tuple 'old'
+ * that the slot holds (tail_tuple()), with a state whose filling runs no
+ * expression: filling then reads and sets only the system columns, so the
+ * others are not deformed, nor their values copied, and the tuple keeps
+ * their bytes (fill_tail(); deforming and copying them was 3% of a COPY,
+ * issue 9).  'filled', if not NULL, gets the system columns that were NULL.
+ */
+static void
+fill_from_tail(IngestState *st, Relation rel, TupleTableSlot *slot, HeapTuple old,
+			   SwFilled *filled)
+{
+	TupleDesc	desc = slot->tts_tupleDescriptor;
+	HeapTupleHeader hdr = old->t_data;
+	char	   *data = (char *) hdr + hdr->t_hoff;
+	bool		head_null;
+	Size		user_end = head_end(desc, hdr, st->tail_first, &head_null);
+	Size		off = user_end;
+
+	Assert(st->event_expr == NULL && st->key_expr == NULL);
+	for (int i = st->tail_first; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		st->batch_values[i] = (Datum) 0;
+		st->batch_nulls[i] = HeapTupleHasNulls(old) && att_isnull(i, hdr->t_bits);
+		if (st->batch_nulls[i])
+			continue;
+		off = att_align_nominal(off, att->attalign);
+		st->batch_values[i] = fetch_att(data + off, true, att->attlen);
+		off += att->attlen;
+	}
+	if (filled != NULL)
+	{
+		AttrNumber	atts[4];
+
+		system_atts(st, atts);
+		filled->natts = 0;
+		for (int i = 0; i < 4; i++)
+			if (st->batch_nulls[atts[i] - 1])
+				filled->atts[filled->natts++] = atts[i];
+	}
+	ingest_fill(st, rel, st->batch_values, st->batch_nulls);
+	fill_tail(slot, st->tail_first, st->batch_values, user_end, head_null);
+	/* counted once filled, as fill_with() counts */
+	rows_filled++;
+}
+
+/*
  * Fill the system columns of a row about to be inserted into a local stream
  * (its table access method, stream_am.c, calls this for every row, after
  * the executor checked the constraints and before the heap gets the row).
  * A slot that holds its values as an array (COPY's, a projection's) is
- * filled in place; one that holds a formed tuple gets a new one.  False
- * (and nothing done) for a table of that access method that is no stream.
+ * filled in place; one that holds a formed tuple gets its system columns
+ * appended (fill_from_tail(), where no expression runs) or is formed
+ * again.  SW_FILL_NONE (and nothing done) for a table of that access method
+ * that is no stream, SW_FILL_AS_GIVEN for a stream's row stored as given
+ * (checked), SW_FILL_FILLED for a row filled.
  */
-bool
+SwFill
 sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 {
 	bool		as_given;
 	IngestState *st = fill_state(rel, &as_given);
+	HeapTuple	old;
 
 	if (st == NULL)
-		return false;
+		return SW_FILL_NONE;
+	if (!as_given && st->event_expr == NULL && st->key_expr == NULL &&
+		(old = tail_tuple(st, slot)) != NULL)
+	{
+		fill_from_tail(st, rel, slot, old, filled);
+		return SW_FILL_FILLED;
+	}
 	slot_getallattrs(slot);
 	if (as_given)
 	{
@@ -1348,7 +1406,7 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 								st->name),
 						 errdetail("Under session_replication_role = replica a stream's rows are stored "
 								   "with the partition, offset and times they have.")));
-		return false;
+		return SW_FILL_AS_GIVEN;
 	}
 	if (filled != NULL)
 	{
@@ -1361,7 +1419,7 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 				filled->atts[filled->natts++] = atts[i];
 	}
 	fill_with(st, rel, slot);
-	return true;
+	return SW_FILL_FILLED;
 }
 
 /*
@@ -1383,50 +1441,19 @@ sw_ingest_batch_state(Relation rel)
 	return st;
 }
 
-/*
- * Fill one row of such a batch.  Filling it reads and sets only its system
- * columns (no expression runs), so where they are the tail of a formed
- * tuple (COPY's rows) the others are not deformed, nor their values
- * copied: only the tail is read, and the tuple formed again with its bytes
- * (3% of a COPY, issue 9).
- */
+/* Fill one row of such a batch. */
 void
 sw_ingest_fill_batch_row(IngestState *st, Relation rel, TupleTableSlot *slot)
 {
-	TupleDesc	desc = slot->tts_tupleDescriptor;
 	HeapTuple	old = tail_tuple(st, slot);
-	HeapTupleHeader hdr;
-	char	   *data;
-	bool		head_null;
-	Size		user_end;
-	Size		off;
 
-	if (old == NULL)
+	if (old != NULL)
+		fill_from_tail(st, rel, slot, old, NULL);
+	else
 	{
 		slot_getallattrs(slot);
 		fill_with(st, rel, slot);
-		return;
 	}
-	hdr = old->t_data;
-	data = (char *) hdr + hdr->t_hoff;
-	user_end = head_end(desc, hdr, st->tail_first, &head_null);
-	off = user_end;
-	for (int i = st->tail_first; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		st->batch_values[i] = (Datum) 0;
-		st->batch_nulls[i] = HeapTupleHasNulls(old) && att_isnull(i, hdr->t_bits);
-		if (st->batch_nulls[i])
-			continue;
-		off = att_align_nominal(off, att->attalign);
-		st->batch_values[i] = fetch_att(data + off, true, att->attlen);
-		off += att->attlen;
-	}
-	ingest_fill(st, rel, st->batch_values, st->batch_nulls);
-	fill_tail(slot, st->tail_first, st->batch_values, user_end, head_null);
-	/* counted once filled, as fill_with() counts */
-	rows_filled++;
 }
 
 /*

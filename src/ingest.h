@@ -26,7 +26,15 @@ typedef struct SwFilled
 extern Trigger *sw_copy_trigger(const Trigger *trigger);
 extern Expr *sw_ingest_partition_key(Relation rel, const Trigger *trigger);
 extern int32 sw_key_partition(FmgrInfo *hash, Oid collation, Datum key, int npartitions);
-extern bool sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled);
+/* What sw_ingest_fill_slot() did with a row. */
+typedef enum SwFill
+{
+	SW_FILL_NONE,				/* no stream's row: the heap's */
+	SW_FILL_AS_GIVEN,			/* a stream's, stored as given */
+	SW_FILL_FILLED				/* a stream's, filled */
+} SwFill;
+
+extern SwFill sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled);
 typedef struct IngestState IngestState;
 extern IngestState *sw_ingest_batch_state(Relation rel);
 extern void sw_ingest_fill_batch_row(IngestState *st, Relation rel, TupleTableSlot *slot);

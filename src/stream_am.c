@@ -51,15 +51,68 @@ static bool stream_am_ready = false;
 static Relation heap_routine_rels[MAX_HEAP_ROUTINE_RELS];
 static int	n_heap_routine_rels = 0;
 
+/*
+ * The row stream_tuple_insert() filled and stored last, until the index
+ * insertions that follow it ask for it (sw_stream_am_inserted_row).
+ */
+static struct
+{
+	LocalTransactionId lxid;
+	Oid			relid;
+	RelFileNode node;			/* ... in this storage */
+	ItemPointerData tid;
+}			inserted_row;
+
+/*
+ * A stream's row, filled or stored as given, is noted for the commit
+ * (commit_order.c: renumbering, and the stream's own index, which gets it
+ * then, stream_brin.c): every one, as COPY's, so that once the statement's
+ * index state takes no more rows one by one (sw_stream_am_inserted_row), a
+ * row stored as given later in it (a superuser's function switching
+ * session_replication_role in the middle of an INSERT ... SELECT) is not
+ * left out of the index.
+ */
 static void
 stream_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 					int options, BulkInsertState bistate)
 {
-	bool		filled = sw_ingest_fill_slot(rel, slot, NULL);
+	SwFill		fill = sw_ingest_fill_slot(rel, slot, NULL);
 
 	GetHeapamTableAmRoutine()->tuple_insert(rel, slot, cid, options, bistate);
-	if (filled)
-		sw_commit_order_stored(rel, &slot->tts_tid);
+	if (fill == SW_FILL_NONE)
+		return;
+	sw_commit_order_stored(rel, &slot->tts_tid);
+	if (fill == SW_FILL_FILLED)
+	{
+		inserted_row.lxid = MyProc->lxid;
+		inserted_row.relid = RelationGetRelid(rel);
+		inserted_row.node = rel->rd_node;
+		inserted_row.tid = slot->tts_tid;
+	}
+}
+
+/*
+ * Is the row at 'tid' of 'rel' the one stream_tuple_insert() just filled
+ * and stored?  The executor enters a row into the indexes right after
+ * storing it, with the index state of the statement that stored it
+ * (ExecInsert), which then needs to take no more rows one by one
+ * (stream_brin.c): every row that statement stores into the stream goes
+ * through stream_tuple_insert(), which notes it for the commit, where the
+ * index gets it (a stream refuses UPDATE, also MERGE's and ON CONFLICT's,
+ * whose rows would not).  Asked once: anything else entering a row at the
+ * same place later (after a TRUNCATE, the same place of new storage) is
+ * not taken for it.
+ */
+bool
+sw_stream_am_inserted_row(Relation rel, ItemPointer tid)
+{
+	bool		match = inserted_row.lxid == MyProc->lxid &&
+		inserted_row.relid == RelationGetRelid(rel) &&
+		RelFileNodeEquals(inserted_row.node, rel->rd_node) &&
+		ItemPointerEquals(&inserted_row.tid, tid);
+
+	inserted_row.lxid = InvalidLocalTransactionId;
+	return match;
 }
 
 /*
@@ -103,7 +156,7 @@ stream_tuple_insert_speculative(Relation rel, TupleTableSlot *slot, CommandId ci
 	Speculative this;
 	Speculative *entry;
 
-	this.was_filled = sw_ingest_fill_slot(rel, slot, &this.filled);
+	this.was_filled = sw_ingest_fill_slot(rel, slot, &this.filled) == SW_FILL_FILLED;
 	this.slot = slot;
 	entry = speculative_entry(slot);
 	if (entry == NULL)
@@ -190,7 +243,7 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 	{
 		/* not COPY's: each row names itself, if anything does */
 		for (int i = 0; i < nslots; i++)
-			filled |= sw_ingest_fill_slot(rel, slots[i], NULL);
+			filled |= sw_ingest_fill_slot(rel, slots[i], NULL) == SW_FILL_FILLED;
 	}
 	else
 	{

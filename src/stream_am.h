@@ -10,5 +10,6 @@
 #include "utils/relcache.h"
 
 extern bool sw_stream_am_copy_row(Relation rel, ItemPointer tid);
+extern bool sw_stream_am_inserted_row(Relation rel, ItemPointer tid);
 
 #endif							/* STREAMWM_STREAM_AM_H */

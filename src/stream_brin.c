@@ -93,13 +93,16 @@ stream_brin_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap
 		sw_commit_order_owns_block(heap, ItemPointerGetBlockNumber(heap_tid)))
 	{
 		/*
-		 * The first row of a COPY's batch, all of whose rows are this
-		 * transaction's own: the executor need not form index values for
-		 * the COPY's other rows only for this to skip them (a twentieth
-		 * of a COPY): the index is marked as taking no rows, in the
-		 * COPY's own index state, for the rest of that statement.
+		 * The first row of a COPY's batch, or a row an INSERT just stored,
+		 * all of whose statement's rows are this transaction's own, noted
+		 * for the commit: the executor need not form index values for the
+		 * statement's other rows only for this to skip them (a twentieth
+		 * of a COPY, of an INSERT ... SELECT): the index is marked as
+		 * taking no rows, in the statement's own index state, for the rest
+		 * of it.
 		 */
-		if (sw_stream_am_copy_row(heap, heap_tid))
+		if (sw_stream_am_copy_row(heap, heap_tid) ||
+			sw_stream_am_inserted_row(heap, heap_tid))
 			indexInfo->ii_ReadyForInserts = false;
 		return false;
 	}
