@@ -490,3 +490,43 @@ RESET enable_seqscan;
 RESET enable_indexscan;
 SELECT streamwm.drop_stream('sbr');
 DROP FUNCTION sbr_replica_at(int, int);
+
+-- ... and a MERGE's UPDATE action shares that index state with its INSERT
+-- action: under session_replication_role = replica a stream's rows can be
+-- updated (a subscriber applies renumbering's updates), and a superuser's
+-- MERGE whose INSERT action switches the role to origin (a filled row,
+-- which marks the state) and whose UPDATE action switches it back stores
+-- new row versions that must reach the index too (an attacker's review:
+-- 10 of 301 missing)
+SELECT streamwm.create_stream('sbm', 'v int8, pad text', idle_timeout => '1 hour');
+INSERT INTO sbm (sw_write_time, v, pad)
+SELECT to_timestamp(1000), i, repeat('x', 200) FROM generate_series(1, 20000) i;
+SELECT streamwm.process('sbm', now => to_timestamp(1000));
+DELETE FROM sbm WHERE v <= 19000;
+VACUUM sbm;
+SELECT max(sw_offset) AS sbm_from FROM sbm \gset
+CREATE FUNCTION sbm_role(r text, x int8) RETURNS int8 LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('session_replication_role', r, true);
+    RETURN x;
+END $$;
+BEGIN;
+SET LOCAL session_replication_role = replica;
+-- source rows in order, the first one inserted, the others updating
+SET LOCAL enable_hashjoin = off;
+SET LOCAL enable_mergejoin = off;
+MERGE INTO sbm t USING (SELECT i FROM generate_series(0, 300) i) src ON t.v = 19000 + src.i
+WHEN MATCHED THEN UPDATE SET sw_offset = :sbm_from + 1000000 + t.v,
+     v = sbm_role('replica', t.v + 500000), pad = repeat('u', 200)
+WHEN NOT MATCHED THEN INSERT (sw_write_time, v, pad)
+     VALUES (to_timestamp(2000), sbm_role('origin', 900000 + src.i), repeat('n', 200));
+COMMIT;
+SET enable_seqscan = off;
+SET enable_indexscan = off;
+SELECT (SELECT count(*) FROM sbm WHERE sw_partition = 0 AND sw_offset > :sbm_from) AS through_index,
+       (SELECT count(*) FROM sbm WHERE sw_offset + 0 > :sbm_from) AS model,
+       (SELECT count(*) FROM sbm WHERE v > 500000 AND v < 900000) AS updated;
+RESET enable_seqscan;
+RESET enable_indexscan;
+SELECT streamwm.drop_stream('sbm');
+DROP FUNCTION sbm_role(text, int8);

@@ -96,12 +96,14 @@ stream_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
  * and stored?  The executor enters a row into the indexes right after
  * storing it, with the index state of the statement that stored it
  * (ExecInsert), which then needs to take no more rows one by one
- * (stream_brin.c): every row that statement stores into the stream goes
- * through stream_tuple_insert(), which notes it for the commit, where the
- * index gets it (a stream refuses UPDATE, also MERGE's and ON CONFLICT's,
- * whose rows would not).  Asked once: anything else entering a row at the
- * same place later (after a TRUNCATE, the same place of new storage) is
- * not taken for it.
+ * (stream_brin.c).  Whatever statement's state is marked so, it misses no
+ * row: every row version stored into a stream through this method is
+ * noted for the commit, where the index gets it (inserted one by one,
+ * speculatively or by COPY, filled or as given, or an UPDATE's new
+ * version, stream_tuple_update: MERGE's INSERT and UPDATE actions share an
+ * index state).  Asked by every insertion into the stream's own index, and
+ * answered once, so that little is left to match a row stored later at
+ * the same place (after a TRUNCATE, which may keep the storage).
  */
 bool
 sw_stream_am_inserted_row(Relation rel, ItemPointer tid)
@@ -113,6 +115,31 @@ sw_stream_am_inserted_row(Relation rel, ItemPointer tid)
 
 	inserted_row.lxid = InvalidLocalTransactionId;
 	return match;
+}
+
+/*
+ * A new version of a row stored by an UPDATE: its statement trigger
+ * refuses one on a stream, but not under session_replication_role =
+ * replica (a subscriber applying renumbering's updates; a superuser's MERGE
+ * whose actions switch the role), and renumbering makes them
+ * (commit_order.c).  It is noted for the commit as an inserted row is, so
+ * that it reaches the stream's index even when its statement's index state
+ * takes no rows one by one (a review found a MERGE's INSERT action marking
+ * it and its UPDATE action's new versions missing from the index).
+ */
+static TM_Result
+stream_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
+					Snapshot snapshot, Snapshot crosscheck, bool wait,
+					TM_FailureData *tmfd, LockTupleMode *lockmode, bool *update_indexes)
+{
+	TM_Result	result = GetHeapamTableAmRoutine()->tuple_update(rel, otid, slot, cid,
+																 snapshot, crosscheck,
+																 wait, tmfd, lockmode,
+																 update_indexes);
+
+	if (result == TM_Ok)
+		sw_commit_order_stored(rel, &slot->tts_tid);
+	return result;
 }
 
 /*
@@ -155,8 +182,9 @@ stream_tuple_insert_speculative(Relation rel, TupleTableSlot *slot, CommandId ci
 {
 	Speculative this;
 	Speculative *entry;
+	SwFill		fill = sw_ingest_fill_slot(rel, slot, &this.filled);
 
-	this.was_filled = sw_ingest_fill_slot(rel, slot, &this.filled) == SW_FILL_FILLED;
+	this.was_filled = fill == SW_FILL_FILLED;
 	this.slot = slot;
 	entry = speculative_entry(slot);
 	if (entry == NULL)
@@ -169,7 +197,8 @@ stream_tuple_insert_speculative(Relation rel, TupleTableSlot *slot, CommandId ci
 	*entry = this;
 	GetHeapamTableAmRoutine()->tuple_insert_speculative(rel, slot, cid, options,
 														bistate, specToken);
-	if (this.was_filled)
+	/* noted as stream_tuple_insert() notes a row */
+	if (fill != SW_FILL_NONE)
 		sw_commit_order_stored(rel, &slot->tts_tid);
 }
 
@@ -476,6 +505,7 @@ streamwm_stream_am_handler(PG_FUNCTION_ARGS)
 		stream_am.tuple_insert = stream_tuple_insert;
 		stream_am.tuple_insert_speculative = stream_tuple_insert_speculative;
 		stream_am.tuple_complete_speculative = stream_tuple_complete_speculative;
+		stream_am.tuple_update = stream_tuple_update;
 		stream_am.multi_insert = stream_multi_insert;
 		stream_am.index_build_range_scan = stream_index_build_range_scan;
 		stream_am.index_validate_scan = stream_index_validate_scan;

@@ -89,20 +89,21 @@ stream_brin_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap
 				   Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
 				   IndexInfo *indexInfo)
 {
+	/* asked of every row entered, answered once (stream_am.c) */
+	bool		inserted = sw_stream_am_inserted_row(heap, heap_tid);
+
 	if (plain_keys(indexInfo) &&
 		sw_commit_order_owns_block(heap, ItemPointerGetBlockNumber(heap_tid)))
 	{
 		/*
 		 * The first row of a COPY's batch, or a row an INSERT just stored,
-		 * all of whose statement's rows are this transaction's own, noted
-		 * for the commit: the executor need not form index values for the
-		 * statement's other rows only for this to skip them (a twentieth
-		 * of a COPY, of an INSERT ... SELECT): the index is marked as
-		 * taking no rows, in the statement's own index state, for the rest
-		 * of it.
+		 * all of whose statement's rows are noted for the commit: the
+		 * executor need not form index values for the statement's other
+		 * rows only for this to skip them (a twentieth of a COPY, of an
+		 * INSERT ... SELECT): the index is marked as taking no rows, in
+		 * the statement's own index state, for the rest of it.
 		 */
-		if (sw_stream_am_copy_row(heap, heap_tid) ||
-			sw_stream_am_inserted_row(heap, heap_tid))
+		if (inserted || sw_stream_am_copy_row(heap, heap_tid))
 			indexInfo->ii_ReadyForInserts = false;
 		return false;
 	}
