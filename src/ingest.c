@@ -1316,6 +1316,19 @@ fill_with(IngestState *st, Relation rel, TupleTableSlot *slot)
 	rows_filled++;
 }
 
+/* The system columns that are NULL in nulls[] (indexed by attribute): those filling fills. */
+static void
+null_system_atts(IngestState *st, const bool *nulls, SwFilled *filled)
+{
+	AttrNumber	atts[4];
+
+	system_atts(st, atts);
+	filled->natts = 0;
+	for (int i = 0; i < 4; i++)
+		if (nulls[atts[i] - 1])
+			filled->atts[filled->natts++] = atts[i];
+}
+
 /*
  * Fill a row whose system columns are the tail of the formed tuple 'old'
  * that the slot holds (tail_tuple()), with a state whose filling runs no
@@ -1349,15 +1362,7 @@ fill_from_tail(IngestState *st, Relation rel, TupleTableSlot *slot, HeapTuple ol
 		off += att->attlen;
 	}
 	if (filled != NULL)
-	{
-		AttrNumber	atts[4];
-
-		system_atts(st, atts);
-		filled->natts = 0;
-		for (int i = 0; i < 4; i++)
-			if (st->batch_nulls[atts[i] - 1])
-				filled->atts[filled->natts++] = atts[i];
-	}
+		null_system_atts(st, st->batch_nulls, filled);
 	ingest_fill(st, rel, st->batch_values, st->batch_nulls);
 	fill_tail(slot, st->tail_first, st->batch_values, user_end, head_null);
 	/* counted once filled, as fill_with() counts */
@@ -1409,15 +1414,7 @@ sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled)
 		return SW_FILL_AS_GIVEN;
 	}
 	if (filled != NULL)
-	{
-		AttrNumber	atts[4];
-
-		system_atts(st, atts);
-		filled->natts = 0;
-		for (int i = 0; i < 4; i++)
-			if (slot->tts_isnull[atts[i] - 1])
-				filled->atts[filled->natts++] = atts[i];
-	}
+		null_system_atts(st, slot->tts_isnull, filled);
 	fill_with(st, rel, slot);
 	return SW_FILL_FILLED;
 }
