@@ -528,5 +528,48 @@ SELECT (SELECT count(*) FROM sbm WHERE sw_partition = 0 AND sw_offset > :sbm_fro
        (SELECT count(*) FROM sbm WHERE v > 500000 AND v < 900000) AS updated;
 RESET enable_seqscan;
 RESET enable_indexscan;
+-- ... and so does a transaction that fills no row, which has nothing to
+-- order: its rows stored as given, an UPDATE's new versions, speculative
+-- rows stored as given, each under replica, and COPY's rows of a table of
+-- the method that is no stream (another review found them all missing)
+DELETE FROM sbm WHERE v > 500000;
+VACUUM sbm;
+SELECT max(sw_offset) AS sbm_from FROM sbm \gset
+CREATE UNIQUE INDEX sbm_v ON sbm (v);
+BEGIN;
+SET LOCAL session_replication_role = replica;
+INSERT INTO sbm (sw_partition, sw_offset, sw_write_time, sw_event_time, v, pad)
+SELECT 0, :sbm_from + i, to_timestamp(2000), to_timestamp(2000), 600000 + i, repeat('g', 200)
+  FROM generate_series(1, 300) i;
+COMMIT;
+BEGIN;
+SET LOCAL session_replication_role = replica;
+UPDATE sbm SET sw_offset = :sbm_from + 1000 + v, pad = repeat('u', 300) WHERE v BETWEEN 19301 AND 19600;
+COMMIT;
+BEGIN;
+SET LOCAL session_replication_role = replica;
+INSERT INTO sbm (sw_partition, sw_offset, sw_write_time, sw_event_time, v, pad)
+SELECT 0, :sbm_from + 100000 + i, to_timestamp(2000), to_timestamp(2000), 700000 + i, repeat('s', 200)
+  FROM generate_series(1, 300) i
+ON CONFLICT DO NOTHING;
+COMMIT;
+CREATE TABLE sbn (id int8, pad text) USING streamwm_stream;
+CREATE INDEX sbn_b ON sbn USING streamwm_brin (id) WITH (pages_per_range = 4);
+INSERT INTO sbn SELECT i, repeat('x', 200) FROM generate_series(1, 20000) i;
+DELETE FROM sbn WHERE id <= 18000;
+VACUUM sbn;
+UPDATE sbn SET id = id + 1000000 WHERE id > 19500;
+MERGE INTO sbn t USING (SELECT i FROM generate_series(19001, 19400) i) s ON t.id = s.i
+WHEN MATCHED THEN UPDATE SET id = t.id + 2000000;
+\copy sbn (id) FROM PROGRAM 'seq 3000001 3000300'
+SET enable_seqscan = off;
+SET enable_indexscan = off;
+SELECT (SELECT count(*) FROM sbm WHERE sw_partition = 0 AND sw_offset > :sbm_from) AS through_index,
+       (SELECT count(*) FROM sbm WHERE sw_offset + 0 > :sbm_from) AS model,
+       (SELECT count(*) FROM sbn WHERE id > 1000000) AS other_through_index,
+       (SELECT count(*) FROM sbn WHERE id + 0 > 1000000) AS other_model;
+RESET enable_seqscan;
+RESET enable_indexscan;
+DROP TABLE sbn;
 SELECT streamwm.drop_stream('sbm');
 DROP FUNCTION sbm_role(text, int8);

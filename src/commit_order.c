@@ -2128,7 +2128,11 @@ commit_locks(bool take)
  * method: the stream's own BRIN indexes, which skipped those rows, are
  * brought up to date (stream_brin.c).  At commit, when no row of it is
  * stored any more, and before a parallel query (its workers do not know
- * this backend's runs).  Rows once entered stay covered (a summary only
+ * this backend's runs).  Also the commit of a transaction that filled no
+ * row, which has nothing to order: rows stored as given, an UPDATE's new
+ * versions under session_replication_role = replica, COPY's rows of a
+ * table of the method that is no stream (a review found them all missing
+ * from the index when only transactions with filled rows were flushed).  Rows once entered stay covered (a summary only
  * widens, and one made later reads them on their pages), so nothing is
  * done again until a row is stored.  A table this transaction no longer
  * holds a lock on stored rows only in subtransactions that rolled back
@@ -2294,6 +2298,8 @@ commit_order_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PRE_COMMIT:
 			if (nwrites > 0)
 				order_commit();
+			else
+				sw_commit_order_flush_indexes();
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			/*
@@ -2324,6 +2330,8 @@ commit_order_xact_callback(XactEvent event, void *arg)
 				order_commit();
 				preparing = false;
 			}
+			else
+				sw_commit_order_flush_indexes();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_ABORT:

@@ -1299,6 +1299,18 @@ fill_state(Relation rel, bool *as_given)
 	return st;
 }
 
+/*
+ * Are the rows of 'rel' a stream's, filled or stored as given (as
+ * sw_ingest_fill_slot() would take them)?
+ */
+bool
+sw_ingest_stream_rows(Relation rel)
+{
+	bool		as_given;
+
+	return fill_state(rel, &as_given) != NULL;
+}
+
 /* Fill the row in 'slot' with state 'st' (fill_state()'s, not as given). */
 static void
 fill_with(IngestState *st, Relation rel, TupleTableSlot *slot)

@@ -35,6 +35,7 @@ typedef enum SwFill
 } SwFill;
 
 extern SwFill sw_ingest_fill_slot(Relation rel, TupleTableSlot *slot, SwFilled *filled);
+extern bool sw_ingest_stream_rows(Relation rel);
 typedef struct IngestState IngestState;
 extern IngestState *sw_ingest_batch_state(Relation rel);
 extern void sw_ingest_fill_batch_row(IngestState *st, Relation rel, TupleTableSlot *slot);

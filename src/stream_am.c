@@ -122,10 +122,12 @@ sw_stream_am_inserted_row(Relation rel, ItemPointer tid)
  * refuses one on a stream, but not under session_replication_role =
  * replica (a subscriber applying renumbering's updates; a superuser's MERGE
  * whose actions switch the role), and renumbering makes them
- * (commit_order.c).  It is noted for the commit as an inserted row is, so
- * that it reaches the stream's index even when its statement's index state
- * takes no rows one by one (a review found a MERGE's INSERT action marking
- * it and its UPDATE action's new versions missing from the index).
+ * (commit_order.c).  A stream's is noted for the commit as an inserted row
+ * is, so that it reaches the stream's index even when its statement's
+ * index state takes no rows one by one (a review found a MERGE's INSERT
+ * action marking it and its UPDATE action's new versions missing from the
+ * index).  A table of the method that is no stream is the heap: its rows
+ * are not noted, and its indexes take them one by one.
  */
 static TM_Result
 stream_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, CommandId cid,
@@ -137,7 +139,7 @@ stream_tuple_update(Relation rel, ItemPointer otid, TupleTableSlot *slot, Comman
 																 wait, tmfd, lockmode,
 																 update_indexes);
 
-	if (result == TM_Ok)
+	if (result == TM_Ok && sw_ingest_stream_rows(rel))
 		sw_commit_order_stored(rel, &slot->tts_tid);
 	return result;
 }
