@@ -673,6 +673,21 @@ sw_commit_order_owns_block(Relation rel, BlockNumber blk)
 }
 
 /*
+ * The stream's index left a row of this transaction, in a block the
+ * transaction stored rows in, for the flush (stream_brin.c): the flush
+ * must come, also when the row itself was not noted (an UPDATE or INSERT
+ * of a table of the method that is no stream, whose row went into a block
+ * a COPY filled) and the transaction's rows went into the index already
+ * (before a parallel query).  A review found such rows missing from the
+ * index.
+ */
+void
+sw_commit_order_left_for_flush(void)
+{
+	stored_since_flush = true;
+}
+
+/*
  * Offsets a chunk at a time.  A local stream's sequence steps by 64
  * (create_stream), and a backend hands out the values of each step itself:
  * one nextval() for 64 rows, not one a row (nextval locks and changes the

@@ -27,6 +27,7 @@ extern void sw_commit_order_batch(bool begin);
 /* the runs of blocks a transaction's rows went to, per stream table */
 extern int	sw_commit_order_own_runs(Oid table, BlockNumber (**runs)[2]);
 extern bool sw_commit_order_owns_block(Relation rel, BlockNumber blk);
+extern void sw_commit_order_left_for_flush(void);
 extern void sw_commit_order_flush_indexes(void);
 extern bool sw_commit_order_stored_any(void);
 extern int64 sw_take_offset(Oid seqoid);

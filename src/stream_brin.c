@@ -105,6 +105,7 @@ stream_brin_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap
 		 */
 		if (inserted || sw_stream_am_copy_row(heap, heap_tid))
 			indexInfo->ii_ReadyForInserts = false;
+		sw_commit_order_left_for_flush();
 		return false;
 	}
 	return brininsert(index, values, isnull, heap_tid, heap, checkUnique,
