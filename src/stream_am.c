@@ -52,6 +52,24 @@ static Relation heap_routine_rels[MAX_HEAP_ROUTINE_RELS];
 static int	n_heap_routine_rels = 0;
 
 /*
+ * COPY hands rows to multi_insert a thousand at a time, after it read them:
+ * its error context then names the last line it read, not the row that
+ * failed.  Rows are counted per COPY statement (its state, command and
+ * transaction), and an error in filling one names that row of the data
+ * instead.
+ */
+static struct
+{
+	void	   *copy;			/* COPY's error context argument */
+	CommandId	cid;
+	LocalTransactionId lxid;
+	uint64		rows;			/* rows of that COPY filled before this batch */
+	Oid			relid;			/* ... into this stream */
+	ItemPointerData first;		/* where the first row of its last batch went */
+	RelFileNode first_node;		/* ... in this storage */
+}			copy_rows;
+
+/*
  * The row stream_tuple_insert() filled and stored last, until the index
  * insertions that follow it ask for it (sw_stream_am_inserted_row).
  */
@@ -78,6 +96,8 @@ stream_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 {
 	SwFill		fill = sw_ingest_fill_slot(rel, slot, NULL);
 
+	/* a COPY's last batch is done with (a COPY inserting row by row stores here) */
+	ItemPointerSetInvalid(&copy_rows.first);
 	GetHeapamTableAmRoutine()->tuple_insert(rel, slot, cid, options, bistate);
 	if (fill == SW_FILL_NONE)
 		return;
@@ -220,23 +240,6 @@ stream_tuple_complete_speculative(Relation rel, TupleTableSlot *slot,
 	}
 }
 
-/*
- * COPY hands rows to multi_insert a thousand at a time, after it read them:
- * its error context then names the last line it read, not the row that
- * failed.  Rows are counted per COPY statement (its state, command and
- * transaction), and an error in filling one names that row of the data
- * instead.
- */
-static struct
-{
-	void	   *copy;			/* COPY's error context argument */
-	CommandId	cid;
-	LocalTransactionId lxid;
-	uint64		rows;			/* rows of that COPY filled before this batch */
-	Oid			relid;			/* ... into this stream */
-	ItemPointerData first;		/* where the first row of its last batch went */
-}			copy_rows;
-
 typedef struct CopyRowContext
 {
 	Relation	rel;
@@ -338,7 +341,10 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 		for (int i = 0; i < nslots; i++)
 			sw_commit_order_stored(rel, &slots[i]->tts_tid);
 	if (copy != NULL && nslots > 0)
+	{
 		copy_rows.first = slots[0]->tts_tid;
+		copy_rows.first_node = rel->rd_node;
+	}
 }
 
 /*
@@ -358,6 +364,7 @@ sw_stream_am_copy_row(Relation rel, ItemPointer tid)
 	ErrorContextCallback *copy = error_context_stack;
 
 	if (copy_rows.lxid != MyProc->lxid || copy_rows.relid != RelationGetRelid(rel) ||
+		!RelFileNodeEquals(copy_rows.first_node, rel->rd_node) ||
 		!ItemPointerIsValid(&copy_rows.first) || !ItemPointerEquals(&copy_rows.first, tid))
 		return false;
 	while (copy != NULL && copy->callback != CopyFromErrorCallback)
