@@ -2147,11 +2147,12 @@ commit_locks(bool take)
  * row, which has nothing to order: rows stored as given, an UPDATE's new
  * versions under session_replication_role = replica, COPY's rows of a
  * table of the method that is no stream (a review found them all missing
- * from the index when only transactions with filled rows were flushed).  Rows once entered stay covered (a summary only
- * widens, and one made later reads them on their pages), so nothing is
- * done again until a row is stored.  A table this transaction no longer
- * holds a lock on stored rows only in subtransactions that rolled back
- * (their locks went with them): its rows are dead.
+ * from the index when only transactions with filled rows were flushed).
+ * Rows once entered stay covered (a summary only widens, and one made
+ * later reads them on their pages), so nothing is done again until a row
+ * is stored.  A table this transaction no longer holds a lock on stored
+ * rows only in subtransactions that rolled back (their locks went with
+ * them): its rows are dead.
  */
 void
 sw_commit_order_flush_indexes(void)

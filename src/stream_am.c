@@ -52,6 +52,35 @@ static Relation heap_routine_rels[MAX_HEAP_ROUTINE_RELS];
 static int	n_heap_routine_rels = 0;
 
 /*
+ * A row stored, remembered for the index insertions that follow it: in
+ * which transaction, table and storage, and where.
+ */
+typedef struct StoredRow
+{
+	LocalTransactionId lxid;	/* InvalidLocalTransactionId: none */
+	Oid			relid;
+	RelFileNode node;
+	ItemPointerData tid;
+} StoredRow;
+
+static void
+remember_row(StoredRow *row, Relation rel, ItemPointer tid)
+{
+	row->lxid = MyProc->lxid;
+	row->relid = RelationGetRelid(rel);
+	row->node = rel->rd_node;
+	row->tid = *tid;
+}
+
+/* Is the row at 'tid' of 'rel' (in its present storage) the one remembered? */
+static bool
+is_row(StoredRow *row, Relation rel, ItemPointer tid)
+{
+	return row->lxid == MyProc->lxid && row->relid == RelationGetRelid(rel) &&
+		RelFileNodeEquals(row->node, rel->rd_node) && ItemPointerEquals(&row->tid, tid);
+}
+
+/*
  * COPY hands rows to multi_insert a thousand at a time, after it read them:
  * its error context then names the last line it read, not the row that
  * failed.  Rows are counted per COPY statement (its state, command and
@@ -65,21 +94,14 @@ static struct
 	LocalTransactionId lxid;
 	uint64		rows;			/* rows of that COPY filled before this batch */
 	Oid			relid;			/* ... into this stream */
-	ItemPointerData first;		/* where the first row of its last batch went */
-	RelFileNode first_node;		/* ... in this storage */
+	StoredRow	first;			/* the first row of its last batch */
 }			copy_rows;
 
 /*
  * The row stream_tuple_insert() filled and stored last, until the index
  * insertions that follow it ask for it (sw_stream_am_inserted_row).
  */
-static struct
-{
-	LocalTransactionId lxid;
-	Oid			relid;
-	RelFileNode node;			/* ... in this storage */
-	ItemPointerData tid;
-}			inserted_row;
+static StoredRow inserted_row;
 
 /*
  * A stream's row, filled or stored as given, is noted for the commit
@@ -97,18 +119,13 @@ stream_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 	SwFill		fill = sw_ingest_fill_slot(rel, slot, NULL);
 
 	/* a COPY's last batch is done with (a COPY inserting row by row stores here) */
-	ItemPointerSetInvalid(&copy_rows.first);
+	copy_rows.first.lxid = InvalidLocalTransactionId;
 	GetHeapamTableAmRoutine()->tuple_insert(rel, slot, cid, options, bistate);
 	if (fill == SW_FILL_NONE)
 		return;
 	sw_commit_order_stored(rel, &slot->tts_tid);
 	if (fill == SW_FILL_FILLED)
-	{
-		inserted_row.lxid = MyProc->lxid;
-		inserted_row.relid = RelationGetRelid(rel);
-		inserted_row.node = rel->rd_node;
-		inserted_row.tid = slot->tts_tid;
-	}
+		remember_row(&inserted_row, rel, &slot->tts_tid);
 }
 
 /*
@@ -128,10 +145,7 @@ stream_tuple_insert(Relation rel, TupleTableSlot *slot, CommandId cid,
 bool
 sw_stream_am_inserted_row(Relation rel, ItemPointer tid)
 {
-	bool		match = inserted_row.lxid == MyProc->lxid &&
-		inserted_row.relid == RelationGetRelid(rel) &&
-		RelFileNodeEquals(inserted_row.node, rel->rd_node) &&
-		ItemPointerEquals(&inserted_row.tid, tid);
+	bool		match = is_row(&inserted_row, rel, tid);
 
 	inserted_row.lxid = InvalidLocalTransactionId;
 	return match;
@@ -268,16 +282,16 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 	ErrorContextCallback *saved = error_context_stack;
 	ErrorContextCallback errcb;
 	CopyRowContext cx;
-	bool		filled = false;
+	bool		noted = false;	/* the rows are noted for the commit */
 	IngestState *st;
 
 	while (copy != NULL && copy->callback != CopyFromErrorCallback)
 		copy = copy->previous;
 	if (copy == NULL)
 	{
-		/* not COPY's: each row names itself, if anything does */
+		/* not COPY's: each row names itself, if anything does; a stream's are noted */
 		for (int i = 0; i < nslots; i++)
-			filled |= sw_ingest_fill_slot(rel, slots[i], NULL) == SW_FILL_FILLED;
+			noted |= sw_ingest_fill_slot(rel, slots[i], NULL) != SW_FILL_NONE;
 	}
 	else
 	{
@@ -290,7 +304,7 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 			copy_rows.rows = 0;
 			copy_rows.relid = RelationGetRelid(rel);
 		}
-		ItemPointerSetInvalid(&copy_rows.first);
+		copy_rows.first.lxid = InvalidLocalTransactionId;
 		/* in place of COPY's line, the row being filled */
 		cx.rel = rel;
 		cx.filtered = ((CopyFromState) copy->arg)->whereClause != NULL;
@@ -326,7 +340,7 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 		error_context_stack = saved;
 		copy_rows.rows += nslots;
 		/* every row a COPY stores is noted (below), filled or as given */
-		filled = true;
+		noted = true;
 	}
 	GetHeapamTableAmRoutine()->multi_insert(rel, slots, nslots, cid, options, bistate);
 
@@ -337,14 +351,11 @@ stream_multi_insert(Relation rel, TupleTableSlot **slots, int nslots,
 	 * middle of it): its index state may take no more rows one by one
 	 * (sw_stream_am_copy_row), and the commit enters them.
 	 */
-	if (filled)
+	if (noted)
 		for (int i = 0; i < nslots; i++)
 			sw_commit_order_stored(rel, &slots[i]->tts_tid);
 	if (copy != NULL && nslots > 0)
-	{
-		copy_rows.first = slots[0]->tts_tid;
-		copy_rows.first_node = rel->rd_node;
-	}
+		remember_row(&copy_rows.first, rel, &slots[0]->tts_tid);
 }
 
 /*
@@ -363,9 +374,7 @@ sw_stream_am_copy_row(Relation rel, ItemPointer tid)
 {
 	ErrorContextCallback *copy = error_context_stack;
 
-	if (copy_rows.lxid != MyProc->lxid || copy_rows.relid != RelationGetRelid(rel) ||
-		!RelFileNodeEquals(copy_rows.first_node, rel->rd_node) ||
-		!ItemPointerIsValid(&copy_rows.first) || !ItemPointerEquals(&copy_rows.first, tid))
+	if (!is_row(&copy_rows.first, rel, tid))
 		return false;
 	while (copy != NULL && copy->callback != CopyFromErrorCallback)
 		copy = copy->previous;
